@@ -1,0 +1,241 @@
+package meerkat.compat;
+
+import java.io.IOException;
+import java.io.UncheckedIOException;
+import java.net.InetSocketAddress;
+import java.net.ServerSocket;
+import java.net.Socket;
+import java.nio.charset.StandardCharsets;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.nio.file.Paths;
+import java.util.ArrayList;
+import java.util.LinkedHashMap;
+import java.util.List;
+import java.util.Map;
+import java.util.concurrent.TimeUnit;
+
+/**
+ * One server under test, running as a child process: either Apache ZooKeeper
+ * (ZooKeeperServerMain in a fresh JVM) or the meerkat binary. Both get the same
+ * zoo.cfg keys; only ports and directories differ.
+ */
+final class ServerProcess implements AutoCloseable {
+    /** Container/TTL sweep period for both servers, small so those tests are quick. */
+    static final int CONTAINER_CHECK_MS = 500;
+    static final int TICK_MS = 200;
+    static final String SUPER_PASSWORD = "super-secret";
+
+    final String name;
+    final int port;
+    final Path workDir;
+    final Path log;
+    private final Process process;
+
+    private ServerProcess(String name, int port, Path workDir, Path log, Process process) {
+        this.name = name;
+        this.port = port;
+        this.workDir = workDir;
+        this.log = log;
+        this.process = process;
+    }
+
+    String connectString() {
+        return "127.0.0.1:" + port;
+    }
+
+    boolean isAlive() {
+        return process.isAlive();
+    }
+
+    String exitDescription() {
+        return process.isAlive() ? "running" : "exited with code " + process.exitValue();
+    }
+
+    /** Starts Apache ZooKeeper 3.9.3 from this JVM's class path. */
+    static ServerProcess startZooKeeper(String name, boolean allFourLetterWords) throws IOException {
+        int port = freePort();
+        Path dir = newWorkDir(name);
+        Path cfg = writeZooCfg(dir, port, allFourLetterWords);
+        List<String> cmd = new ArrayList<>();
+        cmd.add(Paths.get(System.getProperty("java.home"), "bin", "java").toString());
+        cmd.add("-Xmx512m");
+        // ContainerManager reads these as plain system properties, not from zoo.cfg.
+        cmd.add("-Dznode.container.checkIntervalMs=" + CONTAINER_CHECK_MS);
+        cmd.add("-Dznode.container.maxPerMinute=10000");
+        cmd.add("-Dzookeeper.admin.enableServer=false");
+        cmd.add("-Dorg.slf4j.simpleLogger.defaultLogLevel=info");
+        cmd.add("-cp");
+        cmd.add(System.getProperty("java.class.path"));
+        cmd.add("org.apache.zookeeper.server.ZooKeeperServerMain");
+        cmd.add(cfg.toString());
+        return launch(name, port, dir, cmd);
+    }
+
+    /** Starts meerkat as `meerkat server zoo.cfg`. */
+    static ServerProcess startMeerkat(String name, String binary, boolean allFourLetterWords) throws IOException {
+        Path bin = Paths.get(binary);
+        if (!Files.isExecutable(bin)) {
+            throw new IOException("meerkat binary " + bin.toAbsolutePath() + " does not exist or is not executable"
+                    + " (build it with `cargo build -p meerkat`)");
+        }
+        int port = freePort();
+        Path dir = newWorkDir(name);
+        Path cfg = writeZooCfg(dir, port, allFourLetterWords);
+        List<String> cmd = List.of(bin.toAbsolutePath().toString(), "server", cfg.toString());
+        return launch(name, port, dir, cmd);
+    }
+
+    private static ServerProcess launch(String name, int port, Path dir, List<String> cmd) throws IOException {
+        Path log = dir.resolve("server.log");
+        ProcessBuilder pb = new ProcessBuilder(cmd).directory(dir.toFile()).redirectErrorStream(true)
+                .redirectOutput(log.toFile());
+        Process p = pb.start();
+        ServerProcess sp = new ServerProcess(name, port, dir, log, p);
+        try {
+            sp.awaitReady();
+        } catch (IOException | RuntimeException e) {
+            sp.close();
+            throw e;
+        }
+        return sp;
+    }
+
+    /**
+     * The zoo.cfg keys both servers read. Unknown keys become `zookeeper.KEY`
+     * system properties in ZooKeeper, which is how the whitelist, superDigest,
+     * admin.enableServer and extendedTypesEnabled reach it.
+     */
+    static Map<String, String> zooCfg(Path dataDir, int port, boolean allFourLetterWords) {
+        Map<String, String> cfg = new LinkedHashMap<>();
+        cfg.put("tickTime", String.valueOf(TICK_MS));
+        cfg.put("clientPort", String.valueOf(port));
+        cfg.put("clientPortAddress", "127.0.0.1");
+        cfg.put("dataDir", dataDir.toString());
+        cfg.put("maxClientCnxns", "200");
+        cfg.put("minSessionTimeout", String.valueOf(2 * TICK_MS));
+        cfg.put("maxSessionTimeout", String.valueOf(20 * TICK_MS));
+        cfg.put("extendedTypesEnabled", "true");
+        if (allFourLetterWords) {
+            cfg.put("4lw.commands.whitelist", "*");
+        }
+        cfg.put("admin.enableServer", "false");
+        cfg.put("DigestAuthenticationProvider.superDigest", superDigest());
+        cfg.put("znode.container.checkIntervalMs", String.valueOf(CONTAINER_CHECK_MS));
+        cfg.put("znode.container.maxPerMinute", "10000");
+        return cfg;
+    }
+
+    static String superDigest() {
+        try {
+            return org.apache.zookeeper.server.auth.DigestAuthenticationProvider
+                    .generateDigest("super:" + SUPER_PASSWORD);
+        } catch (Exception e) {
+            throw new IllegalStateException(e);
+        }
+    }
+
+    private static Path writeZooCfg(Path dir, int port, boolean allFourLetterWords) throws IOException {
+        Path data = Files.createDirectories(dir.resolve("data"));
+        StringBuilder sb = new StringBuilder();
+        zooCfg(data.toAbsolutePath(), port, allFourLetterWords)
+                .forEach((k, v) -> sb.append(k).append('=').append(v).append('\n'));
+        Path cfg = dir.resolve("zoo.cfg");
+        Files.writeString(cfg, sb.toString());
+        return cfg.toAbsolutePath();
+    }
+
+    /** Work directories live under target/ so logs stay around for inspection. */
+    private static Path newWorkDir(String name) throws IOException {
+        Path base = Files.createDirectories(Paths.get("target", "compat-servers"));
+        return Files.createTempDirectory(base, name + "-").toAbsolutePath();
+    }
+
+    /** Bind port 0 on loopback, read the port, release it. */
+    static int freePort() throws IOException {
+        try (ServerSocket s = new ServerSocket()) {
+            s.setReuseAddress(true);
+            s.bind(new InetSocketAddress("127.0.0.1", 0));
+            return s.getLocalPort();
+        }
+    }
+
+    /**
+     * Ready when `ruok` gets any answer (`imok`, or the not-whitelisted sentence).
+     * A server that accepts connections but does not answer four-letter words is
+     * taken as ready after a grace period, so the rest of the suite can still run.
+     */
+    private void awaitReady() throws IOException {
+        long start = System.nanoTime();
+        long deadline = start + TimeUnit.SECONDS.toNanos(30);
+        long firstAccepted = -1;
+        while (System.nanoTime() < deadline) {
+            if (!process.isAlive()) {
+                throw new IOException(name + " " + exitDescription() + " before it was ready; log tail:\n" + logTail());
+            }
+            if (canConnect()) {
+                if (firstAccepted < 0) {
+                    firstAccepted = System.nanoTime();
+                }
+                String reply = FourLetterWords.sendQuietly(port, "ruok");
+                if (!reply.isEmpty()) {
+                    return;
+                }
+                if (System.nanoTime() - firstAccepted > TimeUnit.SECONDS.toNanos(5)) {
+                    System.err.println("[compat] " + name + " accepts connections but does not answer ruok; going on");
+                    return;
+                }
+            }
+            sleep(100);
+        }
+        throw new IOException(name + " did not become ready within 30 s; log tail:\n" + logTail());
+    }
+
+    private boolean canConnect() {
+        try (Socket s = new Socket()) {
+            s.connect(new InetSocketAddress("127.0.0.1", port), 500);
+            return true;
+        } catch (IOException e) {
+            return false;
+        }
+    }
+
+    String logTail() {
+        try {
+            if (!Files.exists(log)) {
+                return "(no log)";
+            }
+            List<String> lines = Files.readAllLines(log, StandardCharsets.UTF_8);
+            return String.join("\n", lines.subList(Math.max(0, lines.size() - 40), lines.size()));
+        } catch (IOException | UncheckedIOException e) {
+            return "(log unreadable: " + e + ")";
+        }
+    }
+
+    static void sleep(long ms) {
+        try {
+            Thread.sleep(ms);
+        } catch (InterruptedException e) {
+            Thread.currentThread().interrupt();
+            throw new IllegalStateException("interrupted", e);
+        }
+    }
+
+    /** Graceful stop first, then a forced one; both bounded. */
+    @Override
+    public void close() {
+        if (!process.isAlive()) {
+            return;
+        }
+        process.destroy();
+        try {
+            if (!process.waitFor(10, TimeUnit.SECONDS)) {
+                process.destroyForcibly();
+                process.waitFor(10, TimeUnit.SECONDS);
+            }
+        } catch (InterruptedException e) {
+            process.destroyForcibly();
+            Thread.currentThread().interrupt();
+        }
+    }
+}

@@ -1,0 +1,222 @@
+//! ACLs: the schemes ZooKeeper ships (world, auth, digest, ip, super), the permission check
+//! (`ZooKeeperServer.checkACL`), ACL fix-up on create/setACL (`PrepRequestProcessor.fixupACL`)
+//! and the interning cache that lets a million znodes share a handful of ACL lists.
+
+use proto::{Acl, ErrorCode, Id};
+use std::collections::HashMap;
+use std::net::IpAddr;
+use std::sync::Arc;
+
+/// The identities a session has authenticated as (always including its `ip`).
+pub type AuthIds = [Id];
+
+/// Computes a digest id `user:base64(sha1(user:password))` from `user:password`.
+pub fn digest_id(user_password: &str) -> String {
+    use base64::Engine;
+    let user = user_password.split(':').next().unwrap_or_default();
+    let hash = sha1_smol::Sha1::from(user_password.as_bytes()).digest().bytes();
+    format!("{user}:{}", base64::engine::general_purpose::STANDARD.encode(hash))
+}
+
+/// Does a session with `auth_ids` hold `perm` on a node with `acl`?
+pub fn check_acl(acl: &[Acl], perm: i32, auth_ids: &AuthIds) -> Result<(), ErrorCode> {
+    if acl.is_empty() || auth_ids.iter().any(|id| id.scheme == "super") {
+        return Ok(());
+    }
+    for entry in acl.iter().filter(|a| a.perms & perm != 0) {
+        let id = &entry.id;
+        if id.scheme == "world" && id.id == "anyone" {
+            return Ok(());
+        }
+        let matched = auth_ids
+            .iter()
+            .filter(|auth| auth.scheme == id.scheme)
+            .any(|auth| id_matches(&id.scheme, &auth.id, &id.id));
+        if matched {
+            return Ok(());
+        }
+    }
+    Err(ErrorCode::NoAuth)
+}
+
+fn id_matches(scheme: &str, authenticated: &str, acl_id: &str) -> bool {
+    match scheme {
+        "ip" => ip_matches(authenticated, acl_id),
+        _ => authenticated == acl_id,
+    }
+}
+
+/// `ip` ACL ids are an address with an optional `/bits` prefix length.
+fn ip_matches(client: &str, acl_id: &str) -> bool {
+    let (net, bits) = match acl_id.split_once('/') {
+        Some((net, bits)) => (net, bits.parse::<u32>().ok()),
+        None => (acl_id, None),
+    };
+    let (Ok(client), Ok(net)) = (client.parse::<IpAddr>(), net.parse::<IpAddr>()) else {
+        return false;
+    };
+    match (client, net) {
+        (IpAddr::V4(c), IpAddr::V4(n)) => prefix_eq(&c.octets(), &n.octets(), bits.unwrap_or(32)),
+        (IpAddr::V6(c), IpAddr::V6(n)) => prefix_eq(&c.octets(), &n.octets(), bits.unwrap_or(128)),
+        _ => false,
+    }
+}
+
+fn prefix_eq(a: &[u8], b: &[u8], bits: u32) -> bool {
+    let bits = bits.min(a.len() as u32 * 8);
+    (0..bits).all(|i| {
+        let (byte, shift) = ((i / 8) as usize, 7 - (i % 8));
+        (a[byte] >> shift) & 1 == (b[byte] >> shift) & 1
+    })
+}
+
+fn valid_ip_id(id: &str) -> bool {
+    let (net, bits) = match id.split_once('/') {
+        Some((net, bits)) => (net, Some(bits)),
+        None => (id, None),
+    };
+    let Ok(addr) = net.parse::<IpAddr>() else {
+        return false;
+    };
+    let max = if addr.is_ipv4() { 32 } else { 128 };
+    bits.is_none_or(|b| b.parse::<u32>().is_ok_and(|b| b <= max))
+}
+
+/// Java's `id.split(":").length == 2`: exactly one colon, with something after it.
+fn valid_digest_id(id: &str) -> bool {
+    let parts: Vec<&str> = id.split(':').collect();
+    let trailing_empty = parts.iter().rev().take_while(|p| p.is_empty()).count();
+    parts.len() - trailing_empty == 2
+}
+
+/// Validates an ACL from a create or setACL and expands the `auth` scheme to the session's
+/// authenticated (digest) identities. Empty, unknown or malformed → InvalidACL.
+pub fn fixup_acl(acl: &[Acl], auth_ids: &AuthIds) -> Result<Vec<Acl>, ErrorCode> {
+    let mut unique: Vec<&Acl> = Vec::with_capacity(acl.len());
+    for entry in acl {
+        if !unique.contains(&entry) {
+            unique.push(entry);
+        }
+    }
+    if unique.is_empty() {
+        return Err(ErrorCode::InvalidAcl);
+    }
+    let mut fixed = Vec::with_capacity(unique.len());
+    for entry in unique {
+        let id = &entry.id;
+        match id.scheme.as_str() {
+            "world" if id.id == "anyone" => fixed.push(entry.clone()),
+            "auth" => {
+                let mut any = false;
+                for auth in auth_ids.iter().filter(|a| a.scheme == "digest") {
+                    any = true;
+                    fixed.push(Acl { perms: entry.perms, id: auth.clone() });
+                }
+                if !any {
+                    return Err(ErrorCode::InvalidAcl);
+                }
+            }
+            "digest" if valid_digest_id(&id.id) => fixed.push(entry.clone()),
+            "ip" if valid_ip_id(&id.id) => fixed.push(entry.clone()),
+            _ => return Err(ErrorCode::InvalidAcl),
+        }
+    }
+    Ok(fixed)
+}
+
+/// A shared, immutable ACL list.
+pub type AclList = Arc<[Acl]>;
+
+/// Interns ACL lists so identical lists are stored once (ZooKeeper's `ReferenceCountedACLCache`).
+#[derive(Debug, Default, Clone)]
+pub struct AclCache {
+    lists: HashMap<Vec<Acl>, AclList>,
+}
+
+impl AclCache {
+    pub fn intern(&mut self, acl: &[Acl]) -> AclList {
+        if let Some(list) = self.lists.get(acl) {
+            return list.clone();
+        }
+        let list: AclList = acl.into();
+        self.lists.insert(acl.to_vec(), list.clone());
+        list
+    }
+
+    /// Drops lists no znode uses any more (called after deletes and setACL, cheaply amortised).
+    pub fn purge_unused(&mut self) {
+        self.lists.retain(|_, list| Arc::strong_count(list) > 1);
+    }
+
+    pub fn len(&self) -> usize {
+        self.lists.len()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.lists.is_empty()
+    }
+}
+
+/// `world:anyone` with every permission: ZooKeeper's `OPEN_ACL_UNSAFE`.
+pub fn open_acl_unsafe() -> Vec<Acl> {
+    vec![Acl {
+        perms: proto::watch::perms::ALL,
+        id: Id { scheme: "world".into(), id: "anyone".into() },
+    }]
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use proto::watch::perms;
+
+    fn id(scheme: &str, id: &str) -> Id {
+        Id { scheme: scheme.into(), id: id.into() }
+    }
+
+    #[test]
+    fn digest_matches_zookeeper() {
+        // Value from ZooKeeper's documentation of DigestAuthenticationProvider.
+        assert_eq!(digest_id("super:test"), "super:D/InIHSb7yEEbrWz8b9l71RjZJU=");
+    }
+
+    #[test]
+    fn world_ip_digest_and_super() {
+        let acl = vec![
+            Acl { perms: perms::READ, id: id("ip", "127.0.0.0/8") },
+            Acl { perms: perms::WRITE, id: id("digest", "bob:x") },
+        ];
+        let me = [id("ip", "127.0.0.1")];
+        assert_eq!(check_acl(&acl, perms::READ, &me), Ok(()));
+        assert_eq!(check_acl(&acl, perms::WRITE, &me), Err(ErrorCode::NoAuth));
+        let bob = [id("ip", "10.0.0.1"), id("digest", "bob:x")];
+        assert_eq!(check_acl(&acl, perms::WRITE, &bob), Ok(()));
+        assert_eq!(check_acl(&acl, perms::READ, &bob), Err(ErrorCode::NoAuth));
+        assert_eq!(check_acl(&acl, perms::ADMIN, &[id("super", "")]), Ok(()));
+        assert_eq!(check_acl(&open_acl_unsafe(), perms::ADMIN, &[]), Ok(()));
+    }
+
+    #[test]
+    fn fixup_expands_auth_and_rejects_bad_ids() {
+        let auth = vec![Acl { perms: perms::ALL, id: id("auth", "") }];
+        assert_eq!(fixup_acl(&auth, &[id("ip", "127.0.0.1")]), Err(ErrorCode::InvalidAcl));
+        let fixed = fixup_acl(&auth, &[id("ip", "127.0.0.1"), id("digest", "u:h")]).expect("valid");
+        assert_eq!(fixed, vec![Acl { perms: perms::ALL, id: id("digest", "u:h") }]);
+        for bad in [id("world", "x"), id("digest", "nocolon"), id("ip", "300.1.1.1"), id("nope", "x")] {
+            let acl = vec![Acl { perms: 1, id: bad }];
+            assert_eq!(fixup_acl(&acl, &[]), Err(ErrorCode::InvalidAcl));
+        }
+        assert_eq!(fixup_acl(&[], &[]), Err(ErrorCode::InvalidAcl));
+    }
+
+    #[test]
+    fn cache_shares_lists() {
+        let mut cache = AclCache::default();
+        let a = cache.intern(&open_acl_unsafe());
+        let b = cache.intern(&open_acl_unsafe());
+        assert!(Arc::ptr_eq(&a, &b));
+        drop((a, b));
+        cache.purge_unused();
+        assert!(cache.is_empty());
+    }
+}

@@ -1,0 +1,457 @@
+//! The replicated state: the znode tree plus the sessions that own ephemerals.
+//!
+//! Changed only by [`DataTree::apply`], one transaction at a time in zxid order. Every
+//! transaction carries its outcome already computed by prep (versions, parent cversion, zxid,
+//! time), so applying is deterministic and replaying a prefix twice is harmless.
+
+use crate::acl::{AclCache, AclList};
+use crate::digest::NodeDigest;
+use crate::node::{Node, NodeId, NodeKind};
+use crate::path;
+use proto::txn::{Txn, TxnBody, TxnHeader};
+use proto::{Acl, ErrorCode, Stat, StatPersisted};
+use std::collections::{BTreeMap, BTreeSet, HashMap};
+
+/// What a transaction did, for the reply.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum TxnOutcome {
+    Created { path: String, stat: Stat },
+    Deleted,
+    /// setData and setACL: the node's new Stat.
+    Updated(Stat),
+    Checked,
+    Multi(Vec<TxnOutcome>),
+    SessionCreated,
+    SessionClosed,
+    Error(ErrorCode),
+}
+
+/// A change that may fire watches.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Trigger {
+    Created(String),
+    Deleted(String),
+    DataChanged(String),
+    ChildrenChanged(String),
+}
+
+#[derive(Debug)]
+pub struct DataTree {
+    nodes: Vec<Option<Node>>,
+    free: Vec<NodeId>,
+    node_count: usize,
+    data_size: u64,
+    acl_cache: AclCache,
+    /// Session id → timeout (ms). Sessions are replicated state, like ZooKeeper's.
+    sessions: HashMap<i64, i32>,
+    ephemerals: HashMap<i64, BTreeSet<String>>,
+    containers: BTreeSet<String>,
+    ttls: BTreeSet<String>,
+    last_processed_zxid: i64,
+    digest: NodeDigest,
+    /// The ACL cache size at which unused lists are next swept.
+    acl_purge_at: usize,
+}
+
+const ACL_PURGE_MIN: usize = 64;
+
+const ROOT: NodeId = 0;
+
+impl Default for DataTree {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
+impl DataTree {
+    /// A tree with `/`, `/zookeeper`, `/zookeeper/quota` and `/zookeeper/config`, as every
+    /// ZooKeeper server has.
+    pub fn new() -> DataTree {
+        let mut tree = DataTree {
+            nodes: Vec::new(),
+            free: Vec::new(),
+            node_count: 0,
+            data_size: 0,
+            acl_cache: AclCache::default(),
+            sessions: HashMap::new(),
+            ephemerals: HashMap::new(),
+            containers: BTreeSet::new(),
+            ttls: BTreeSet::new(),
+            last_processed_zxid: 0,
+            digest: NodeDigest::default(),
+            acl_purge_at: ACL_PURGE_MIN,
+        };
+        let open = tree.acl_cache.intern(&crate::acl::open_acl_unsafe());
+        let root = Node { data: None, acl: open.clone(), stat: StatPersisted::default(), children: BTreeMap::new() };
+        tree.alloc(root);
+        tree.digest.add("/", None, &StatPersisted::default());
+        for system in ["/zookeeper", "/zookeeper/quota", "/zookeeper/config"] {
+            tree.insert_system_node(system, open.clone());
+        }
+        tree
+    }
+
+    fn insert_system_node(&mut self, node_path: &str, acl: AclList) {
+        let parent = self.find(path::parent_of(node_path)).unwrap_or(ROOT);
+        let node = Node { data: Some(Box::new([])), acl, stat: StatPersisted::default(), children: BTreeMap::new() };
+        let id = self.alloc(node);
+        self.node_mut(parent).children.insert(path::name_of(node_path).into(), id);
+        self.data_size += node_path.len() as u64;
+        self.digest.add(node_path, Some(&[]), &StatPersisted::default());
+    }
+
+    fn alloc(&mut self, node: Node) -> NodeId {
+        self.node_count += 1;
+        match self.free.pop() {
+            Some(id) => {
+                self.nodes[id as usize] = Some(node);
+                id
+            }
+            None => {
+                self.nodes.push(Some(node));
+                (self.nodes.len() - 1) as NodeId
+            }
+        }
+    }
+
+    fn release(&mut self, id: NodeId) -> Option<Node> {
+        let node = self.nodes.get_mut(id as usize)?.take()?;
+        self.node_count -= 1;
+        self.free.push(id);
+        Some(node)
+    }
+
+    fn node_ref(&self, id: NodeId) -> &Node {
+        // Ids come only from child maps of live nodes, which are kept consistent by apply.
+        self.nodes[id as usize].as_ref().expect("child map points at a live node")
+    }
+
+    fn node_mut(&mut self, id: NodeId) -> &mut Node {
+        self.nodes[id as usize].as_mut().expect("child map points at a live node")
+    }
+
+    fn find(&self, node_path: &str) -> Option<NodeId> {
+        let mut id = ROOT;
+        for name in path::components(node_path) {
+            id = *self.node_ref(id).children.get(name)?;
+        }
+        Some(id)
+    }
+
+    /// The znode at `path`, if any.
+    pub fn get(&self, node_path: &str) -> Option<&Node> {
+        self.find(node_path).map(|id| self.node_ref(id))
+    }
+
+    pub fn stat(&self, node_path: &str) -> Option<Stat> {
+        self.get(node_path).map(Node::stat)
+    }
+
+    /// Child names in lexicographic order.
+    pub fn children(&self, node_path: &str) -> Option<Vec<String>> {
+        self.get(node_path).map(|n| n.children.keys().map(|k| k.to_string()).collect())
+    }
+
+    /// Every descendant of `path` (ZooKeeper's getAllChildrenNumber).
+    pub fn descendant_count(&self, node_path: &str) -> Option<usize> {
+        let id = self.find(node_path)?;
+        let mut count = 0;
+        let mut stack = vec![id];
+        while let Some(id) = stack.pop() {
+            let node = self.node_ref(id);
+            count += node.children.len();
+            stack.extend(node.children.values().copied());
+        }
+        Some(count)
+    }
+
+    pub fn node_count(&self) -> usize {
+        self.node_count
+    }
+
+    /// Sum of path and data lengths, as ZooKeeper's `approximateDataSize`.
+    pub fn approximate_data_size(&self) -> u64 {
+        self.data_size
+    }
+
+    pub fn last_processed_zxid(&self) -> i64 {
+        self.last_processed_zxid
+    }
+
+    pub fn digest(&self) -> u64 {
+        self.digest.value()
+    }
+
+    pub fn sessions(&self) -> &HashMap<i64, i32> {
+        &self.sessions
+    }
+
+    /// The ephemerals a session owns, sorted.
+    pub fn ephemerals(&self, session_id: i64) -> impl Iterator<Item = &String> {
+        self.ephemerals.get(&session_id).into_iter().flatten()
+    }
+
+    pub fn ephemeral_count(&self) -> usize {
+        self.ephemerals.values().map(BTreeSet::len).sum()
+    }
+
+    pub fn sessions_with_ephemerals(&self) -> impl Iterator<Item = (&i64, &BTreeSet<String>)> {
+        self.ephemerals.iter()
+    }
+
+    pub fn containers(&self) -> &BTreeSet<String> {
+        &self.containers
+    }
+
+    pub fn ttls(&self) -> &BTreeSet<String> {
+        &self.ttls
+    }
+
+    /// Applies one committed transaction. Transactions at or below the last processed zxid
+    /// are applied again harmlessly: each op re-checks existence and versions are absolute.
+    pub fn apply(&mut self, txn: &Txn, triggers: &mut Vec<Trigger>) -> TxnOutcome {
+        let outcome = self.apply_body(&txn.header, &txn.body, triggers);
+        if txn.header.zxid > self.last_processed_zxid {
+            self.last_processed_zxid = txn.header.zxid;
+        }
+        outcome
+    }
+
+    fn apply_body(&mut self, h: &TxnHeader, body: &TxnBody, triggers: &mut Vec<Trigger>) -> TxnOutcome {
+        let result = match body {
+            TxnBody::Create(t) | TxnBody::Create2(t) => {
+                let owner = if t.ephemeral { h.client_id } else { 0 };
+                self.create(h, &t.path, &t.data, &t.acl, owner, t.parent_cversion, triggers)
+            }
+            TxnBody::CreateContainer(t) => {
+                let owner = crate::node::CONTAINER_EPHEMERAL_OWNER;
+                self.create(h, &t.path, &t.data, &t.acl, owner, t.parent_cversion, triggers)
+            }
+            TxnBody::CreateTtl(t) => {
+                let owner = NodeKind::ttl_owner(t.ttl);
+                self.create(h, &t.path, &t.data, &t.acl, owner, t.parent_cversion, triggers)
+            }
+            TxnBody::Delete(t) | TxnBody::DeleteContainer(t) => {
+                self.delete(&t.path, h.zxid, triggers).map(|()| TxnOutcome::Deleted)
+            }
+            TxnBody::SetData(t) => self.set_data(h, &t.path, &t.data, t.version, triggers),
+            TxnBody::SetAcl(t) => self.set_acl(&t.path, &t.acl, t.version),
+            TxnBody::Check(_) => Ok(TxnOutcome::Checked),
+            TxnBody::Multi(parts) => Ok(self.apply_multi(h, parts, triggers)),
+            TxnBody::CreateSession(t) => {
+                self.sessions.insert(h.client_id, t.timeout_ms);
+                Ok(TxnOutcome::SessionCreated)
+            }
+            TxnBody::CloseSession(t) => {
+                self.close_session(h, &t.paths_to_delete, triggers);
+                Ok(TxnOutcome::SessionClosed)
+            }
+            TxnBody::Error(t) => Ok(TxnOutcome::Error(ErrorCode::from_i32(t.err).unwrap_or(ErrorCode::SystemError))),
+        };
+        result.unwrap_or_else(TxnOutcome::Error)
+    }
+
+    /// A multi whose prep failed carries error parts: nothing is applied and every op reports
+    /// 0 before the failure, its code at it, −2 after it (ZooKeeper's `DataTree.processTxn`).
+    fn apply_multi(&mut self, h: &TxnHeader, parts: &[TxnBody], triggers: &mut Vec<Trigger>) -> TxnOutcome {
+        if parts.iter().any(|p| matches!(p, TxnBody::Error(_))) {
+            let mut failed = false;
+            let results = parts
+                .iter()
+                .map(|part| match part {
+                    TxnBody::Error(e) => {
+                        failed = true;
+                        TxnOutcome::Error(ErrorCode::from_i32(e.err).unwrap_or(ErrorCode::SystemError))
+                    }
+                    _ if failed => TxnOutcome::Error(ErrorCode::RuntimeInconsistency),
+                    _ => TxnOutcome::Error(ErrorCode::Ok),
+                })
+                .collect();
+            return TxnOutcome::Multi(results);
+        }
+        let results = parts.iter().map(|part| self.apply_body(h, part, triggers)).collect();
+        TxnOutcome::Multi(results)
+    }
+
+    #[allow(clippy::too_many_arguments)] // the fields of a create transaction, unpacked once
+    fn create(
+        &mut self,
+        h: &TxnHeader,
+        node_path: &str,
+        data: &Option<Vec<u8>>,
+        acl: &[Acl],
+        owner: i64,
+        parent_cversion: i32,
+        triggers: &mut Vec<Trigger>,
+    ) -> Result<TxnOutcome, ErrorCode> {
+        let parent_path = path::parent_of(node_path);
+        let name = path::name_of(node_path);
+        let parent_id = self.find(parent_path).ok_or(ErrorCode::NoNode)?;
+        if self.node_ref(parent_id).children.contains_key(name) {
+            return Err(ErrorCode::NodeExists);
+        }
+        let stat = StatPersisted {
+            czxid: h.zxid,
+            mzxid: h.zxid,
+            ctime: h.time,
+            mtime: h.time,
+            version: 0,
+            cversion: 0,
+            aversion: 0,
+            ephemeral_owner: owner,
+            pzxid: h.zxid,
+        };
+        let acl = self.acl_cache.intern(acl);
+        let data: Option<Box<[u8]>> = data.as_ref().map(|d| d.clone().into_boxed_slice());
+        self.digest.add(node_path, data.as_deref(), &stat);
+        self.data_size += (node_path.len() + data.as_ref().map_or(0, |d| d.len())) as u64;
+        let node = Node { data, acl, stat, children: BTreeMap::new() };
+        let id = self.alloc(node);
+        self.update_parent(parent_path, parent_id, |parent| {
+            let cversion = if parent_cversion == -1 { parent.stat.cversion + 1 } else { parent_cversion };
+            // Only move forward: replaying an older create must not roll back cversion/pzxid.
+            if cversion > parent.stat.cversion {
+                parent.stat.cversion = cversion;
+                parent.stat.pzxid = h.zxid;
+            }
+            parent.children.insert(name.into(), id);
+        });
+        match NodeKind::of_owner(owner) {
+            NodeKind::Ephemeral(session) => {
+                self.ephemerals.entry(session).or_default().insert(node_path.to_string());
+            }
+            NodeKind::Container => {
+                self.containers.insert(node_path.to_string());
+            }
+            NodeKind::Ttl(_) => {
+                self.ttls.insert(node_path.to_string());
+            }
+            NodeKind::Persistent => {}
+        }
+        let stat = self.node_ref(id).stat();
+        triggers.push(Trigger::Created(node_path.to_string()));
+        triggers.push(Trigger::ChildrenChanged(parent_path.to_string()));
+        Ok(TxnOutcome::Created { path: node_path.to_string(), stat })
+    }
+
+    /// Runs `change` on the node at `node_path`, keeping the digest current.
+    fn update_parent(&mut self, node_path: &str, id: NodeId, change: impl FnOnce(&mut Node)) {
+        let Self { nodes, digest, .. } = self;
+        let node = nodes[id as usize].as_mut().expect("caller found this node");
+        digest.remove(node_path, node.data.as_deref(), &node.stat);
+        change(node);
+        digest.add(node_path, node.data.as_deref(), &node.stat);
+    }
+
+    fn delete(&mut self, node_path: &str, zxid: i64, triggers: &mut Vec<Trigger>) -> Result<(), ErrorCode> {
+        if node_path == "/" {
+            return Err(ErrorCode::BadArguments);
+        }
+        let parent_path = path::parent_of(node_path);
+        let name = path::name_of(node_path);
+        let parent_id = self.find(parent_path).ok_or(ErrorCode::NoNode)?;
+        let id = *self.node_ref(parent_id).children.get(name).ok_or(ErrorCode::NoNode)?;
+        if !self.node_ref(id).children.is_empty() {
+            return Err(ErrorCode::NotEmpty);
+        }
+        self.update_parent(parent_path, parent_id, |parent| {
+            parent.children.remove(name);
+            if zxid > parent.stat.pzxid {
+                parent.stat.pzxid = zxid;
+            }
+        });
+        let node = self.release(id).ok_or(ErrorCode::NoNode)?;
+        self.digest.remove(node_path, node.data.as_deref(), &node.stat);
+        self.data_size -= (node_path.len() + node.data.as_ref().map_or(0, |d| d.len())) as u64;
+        match NodeKind::of_owner(node.stat.ephemeral_owner) {
+            NodeKind::Ephemeral(session) => {
+                if let Some(set) = self.ephemerals.get_mut(&session) {
+                    set.remove(node_path);
+                    if set.is_empty() {
+                        self.ephemerals.remove(&session);
+                    }
+                }
+            }
+            NodeKind::Container => {
+                self.containers.remove(node_path);
+            }
+            NodeKind::Ttl(_) => {
+                self.ttls.remove(node_path);
+            }
+            NodeKind::Persistent => {}
+        }
+        drop(node);
+        self.maybe_purge_acls();
+        triggers.push(Trigger::Deleted(node_path.to_string()));
+        triggers.push(Trigger::ChildrenChanged(parent_path.to_string()));
+        Ok(())
+    }
+
+    fn set_data(
+        &mut self,
+        h: &TxnHeader,
+        node_path: &str,
+        data: &Option<Vec<u8>>,
+        version: i32,
+        triggers: &mut Vec<Trigger>,
+    ) -> Result<TxnOutcome, ErrorCode> {
+        let id = self.find(node_path).ok_or(ErrorCode::NoNode)?;
+        let old_len = self.node_ref(id).data.as_ref().map_or(0, |d| d.len()) as u64;
+        let new_len = data.as_ref().map_or(0, |d| d.len()) as u64;
+        self.update_parent(node_path, id, |node| {
+            node.data = data.as_ref().map(|d| d.clone().into_boxed_slice());
+            node.stat.version = version;
+            node.stat.mzxid = h.zxid;
+            node.stat.mtime = h.time;
+        });
+        self.data_size = self.data_size - old_len + new_len;
+        triggers.push(Trigger::DataChanged(node_path.to_string()));
+        Ok(TxnOutcome::Updated(self.node_ref(id).stat()))
+    }
+
+    fn set_acl(&mut self, node_path: &str, acl: &[Acl], version: i32) -> Result<TxnOutcome, ErrorCode> {
+        let id = self.find(node_path).ok_or(ErrorCode::NoNode)?;
+        let acl = self.acl_cache.intern(acl);
+        self.update_parent(node_path, id, |node| {
+            node.acl = acl;
+            node.stat.aversion = version;
+        });
+        self.maybe_purge_acls();
+        Ok(TxnOutcome::Updated(self.node_ref(id).stat()))
+    }
+
+    fn close_session(&mut self, h: &TxnHeader, paths: &[String], triggers: &mut Vec<Trigger>) {
+        self.sessions.remove(&h.client_id);
+        // Deepest first, so an ephemeral's parent is never deleted before it (defensive:
+        // ephemerals have no children, but the list comes from the log).
+        let mut paths: Vec<&String> = paths.iter().collect();
+        paths.sort_by_key(|p| std::cmp::Reverse(p.len()));
+        for p in paths {
+            let owned = self.get(p).is_some_and(|n| n.stat.ephemeral_owner == h.client_id);
+            if owned {
+                let _ = self.delete(p, h.zxid, triggers);
+            }
+        }
+    }
+
+    /// ACL lists are reference counted by `Arc`; unused ones are swept when the cache has
+    /// doubled since the last sweep, so the sweep costs O(1) amortised per change.
+    fn maybe_purge_acls(&mut self) {
+        if self.acl_cache.len() > self.acl_purge_at {
+            self.acl_cache.purge_unused();
+            self.acl_purge_at = (2 * self.acl_cache.len()).max(ACL_PURGE_MIN);
+        }
+    }
+
+    /// Walks every node depth-first with its path (for snapshots, dumps and tests).
+    pub fn for_each(&self, mut visit: impl FnMut(&str, &Node)) {
+        let mut stack = vec![("/".to_string(), ROOT)];
+        while let Some((node_path, id)) = stack.pop() {
+            let node = self.node_ref(id);
+            visit(&node_path, node);
+            for (name, child) in node.children.iter().rev() {
+                stack.push((path::join(&node_path, name), *child));
+            }
+        }
+    }
+}

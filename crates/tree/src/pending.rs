@@ -1,0 +1,96 @@
+//! Changes proposed but not yet applied (ZooKeeper's `outstandingChanges`).
+//!
+//! Prep validates each request against the *future* state: the tree plus every change already
+//! turned into a transaction but not yet applied (waiting for fsync or a quorum). Each change
+//! is recorded here by path; once its transaction is applied the record is dropped.
+
+use crate::acl::AclList;
+use crate::data_tree::DataTree;
+use proto::StatPersisted;
+use std::collections::{HashMap, VecDeque};
+
+/// The future state of one path. `stat == None` means the path will not exist.
+#[derive(Debug, Clone)]
+pub struct ChangeRecord {
+    pub zxid: i64,
+    pub stat: Option<StatPersisted>,
+    pub child_count: i32,
+    pub acl: AclList,
+}
+
+#[derive(Debug, Default)]
+pub struct PendingChanges {
+    by_path: HashMap<String, ChangeRecord>,
+    /// (zxid, path) in the order the records were added, to drop them once applied.
+    order: VecDeque<(i64, String)>,
+}
+
+/// Undo log for a multi: the records its ops replaced, to restore if one op fails.
+pub type Undo = Vec<(String, Option<ChangeRecord>)>;
+
+impl PendingChanges {
+    /// The future state of `path`: its pending record, else the tree's current node.
+    pub fn lookup(&self, tree: &DataTree, path: &str) -> Option<ChangeRecord> {
+        if let Some(record) = self.by_path.get(path) {
+            return record.stat.as_ref().map(|_| record.clone());
+        }
+        tree.get(path).map(|node| ChangeRecord {
+            zxid: node.stat.mzxid,
+            stat: Some(node.stat.clone()),
+            child_count: node.children.len() as i32,
+            acl: node.acl.clone(),
+        })
+    }
+
+    /// True when a pending change deletes `path`.
+    pub fn is_pending_delete(&self, path: &str) -> bool {
+        self.by_path.get(path).is_some_and(|r| r.stat.is_none())
+    }
+
+    /// Every pending record (used to compute a closing session's ephemerals).
+    pub fn records(&self) -> impl Iterator<Item = (&String, &ChangeRecord)> {
+        self.by_path.iter()
+    }
+
+    pub fn add(&mut self, path: &str, record: ChangeRecord, undo: Option<&mut Undo>) {
+        let previous = self.by_path.insert(path.to_string(), record.clone());
+        if let Some(undo) = undo {
+            undo.push((path.to_string(), previous));
+        }
+        self.order.push_back((record.zxid, path.to_string()));
+    }
+
+    /// Restores the records a failed multi replaced, newest first.
+    pub fn rollback(&mut self, undo: Undo, zxid: i64) {
+        for (path, previous) in undo.into_iter().rev() {
+            match previous {
+                Some(record) => self.by_path.insert(path, record),
+                None => self.by_path.remove(&path),
+            };
+        }
+        while self.order.back().is_some_and(|(z, _)| *z == zxid) {
+            self.order.pop_back();
+        }
+    }
+
+    /// Drops the records of every transaction up to and including `zxid`.
+    pub fn applied(&mut self, zxid: i64) {
+        while let Some((z, _)) = self.order.front() {
+            if *z > zxid {
+                break;
+            }
+            let Some((z, path)) = self.order.pop_front() else { break };
+            if self.by_path.get(&path).is_some_and(|r| r.zxid == z) {
+                self.by_path.remove(&path);
+            }
+        }
+    }
+
+    pub fn len(&self) -> usize {
+        self.by_path.len()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.by_path.is_empty()
+    }
+}
