@@ -8,7 +8,6 @@
 package compat
 
 import (
-	"bufio"
 	"bytes"
 	"encoding/binary"
 	"errors"
@@ -61,6 +60,7 @@ func runTests(m *testing.M) int {
 		if srv != nil {
 			srv.dumpLog()
 			srv.stop()
+			fmt.Fprintf(os.Stderr, "compat: server files kept in %s\n", srv.dir)
 		}
 		return 1
 	}
@@ -91,7 +91,6 @@ type server struct {
 	addr    string
 	logPath string
 	done    chan struct{} // closed when the process has exited
-	waitErr error
 }
 
 func startServer(bin string) (*server, error) {
@@ -150,7 +149,7 @@ extendedTypesEnabled=true
 		done:    make(chan struct{}),
 	}
 	go func() {
-		s.waitErr = cmd.Wait()
+		cmd.Wait() // the exit status stays in cmd.ProcessState
 		close(s.done)
 	}()
 	fmt.Fprintf(os.Stderr, "compat: started %s (pid %d) on %s\n", bin, cmd.Process.Pid, s.addr)
@@ -178,7 +177,7 @@ func (s *server) waitReady() error {
 	for time.Now().Before(deadline) {
 		select {
 		case <-s.done:
-			return fmt.Errorf("server exited during start-up: %v", s.waitErr)
+			return fmt.Errorf("server exited during start-up (%v)", s.cmd.ProcessState)
 		default:
 		}
 		reply, err := fourLetterWord(s.addr, "ruok")
@@ -234,7 +233,12 @@ func (s *server) dumpLog() {
 	if err != nil {
 		return
 	}
-	lines := strings.Split(strings.TrimRight(string(data), "\n"), "\n")
+	text := strings.TrimRight(string(data), "\n")
+	if text == "" {
+		fmt.Fprintln(os.Stderr, "(the server log is empty)")
+		return
+	}
+	lines := strings.Split(text, "\n")
 	if len(lines) > logTailLines {
 		lines = lines[len(lines)-logTailLines:]
 	}
@@ -254,7 +258,7 @@ func fourLetterWord(addr, cmd string) (string, error) {
 	if _, err := conn.Write([]byte(cmd)); err != nil {
 		return "", err
 	}
-	reply, err := io.ReadAll(bufio.NewReader(conn))
+	reply, err := io.ReadAll(conn)
 	return string(reply), err
 }
 

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"slices"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -268,5 +269,51 @@ func TestFourLetterWords(t *testing.T) {
 	if !found {
 		raw, _ := fourLetterWord(serverAddr, "cons")
 		t.Errorf("cons does not list session %#x in a parseable line:\n%s", c.SessionID(), raw)
+	}
+}
+
+// Many requests in flight on one session: replies must match their xids
+// and sequential names must stay unique.
+func TestPipelinedRequests(t *testing.T) {
+	c := dial(t, "pipeline")
+	root := testRoot(t, c)
+	const n = 100
+	names := make(chan string, n)
+	errs := make(chan error, n)
+	var wg sync.WaitGroup
+	for i := 0; i < n; i++ {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			name, err := c.Create(root+"/item-", []byte("x"), zk.FlagSequence, openACL)
+			if err != nil {
+				errs <- err
+				return
+			}
+			if _, _, err := c.Get(name); err != nil {
+				errs <- err
+				return
+			}
+			names <- name
+		}()
+	}
+	wg.Wait()
+	close(names)
+	close(errs)
+	for err := range errs {
+		t.Fatalf("pipelined request failed: %v", err)
+	}
+	seen := make(map[string]bool)
+	for name := range names {
+		seen[name] = true
+	}
+	for i := 0; i < n; i++ {
+		if name := fmt.Sprintf("%s/item-%010d", root, i); !seen[name] {
+			t.Errorf("missing %s among %d names", name, len(seen))
+		}
+	}
+	_, stat := mustGet(t, c, root)
+	if stat.NumChildren != n || stat.Cversion != n {
+		t.Errorf("parent numChildren %d cversion %d, want %d and %d", stat.NumChildren, stat.Cversion, n, n)
 	}
 }

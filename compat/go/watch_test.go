@@ -173,3 +173,34 @@ func TestWatchOnOwnWriteAndNoEventWithoutWatch(t *testing.T) {
 		t.Fatalf("got watch events %v without a watch", evs)
 	}
 }
+
+// A client sees a watch event before it can see the state after the change
+// (ZooKeeper's watch ordering guarantee): the server must queue the event
+// ahead of the reply to any later read on the watching session.
+func TestWatchEventPrecedesNewState(t *testing.T) {
+	watcher := dial(t, "watcher")
+	writer := dial(t, "writer")
+	root := testRoot(t, writer)
+	node := root + "/n"
+	mustCreate(t, writer, node, []byte("old"), zk.FlagPersistent)
+
+	for i := 0; i < 20; i++ {
+		start := watcher.rec.len()
+		if _, _, _, err := watcher.GetW(node); err != nil {
+			t.Fatalf("getW: %v", err)
+		}
+		value := []byte{'v', byte('0' + i%10)}
+		if _, err := writer.Set(node, value, -1); err != nil {
+			t.Fatalf("set: %v", err)
+		}
+		data, _ := mustGet(t, watcher, node)
+		if string(data) != string(value) {
+			t.Fatalf("round %d: read %q after the write of %q completed", i, data, value)
+		}
+		// go-zookeeper records events in its single receive loop, so an
+		// event sent before the reply is already recorded here.
+		if evs := watcher.watchEvents(start, node); len(evs) != 1 {
+			t.Fatalf("round %d: saw the new data but %d watch events before it, want 1", i, len(evs))
+		}
+	}
+}

@@ -14,7 +14,10 @@ pub enum FrameError {
 
 /// Looks for a complete frame at the start of `buf`. Returns the payload range when one is
 /// there, `Ok(None)` when more bytes are needed.
-pub fn parse_frame(buf: &[u8], max_len: usize) -> Result<Option<std::ops::Range<usize>>, FrameError> {
+pub fn parse_frame(
+    buf: &[u8],
+    max_len: usize,
+) -> Result<Option<std::ops::Range<usize>>, FrameError> {
     if buf.len() < 4 {
         return Ok(None);
     }

@@ -18,7 +18,11 @@ pub enum DecodeError {
     #[error("negative length {len} at offset {offset}")]
     NegativeLength { offset: usize, len: i32 },
     #[error("length {len} at offset {offset} exceeds the remaining {remaining} bytes")]
-    LengthTooLarge { offset: usize, len: usize, remaining: usize },
+    LengthTooLarge {
+        offset: usize,
+        len: usize,
+        remaining: usize,
+    },
     #[error("string at offset {offset} is not valid UTF-8")]
     InvalidUtf8 { offset: usize },
     #[error("invalid {what}: {value}")]

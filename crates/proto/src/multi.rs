@@ -11,7 +11,10 @@ use crate::records::*;
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum MultiOp {
     /// create (1), create2 (15), createContainer (19).
-    Create { op: OpCode, req: CreateRequest },
+    Create {
+        op: OpCode,
+        req: CreateRequest,
+    },
     CreateTtl(CreateTtlRequest),
     Delete(PathAndVersion),
     SetData(SetDataRequest),
@@ -44,7 +47,11 @@ impl MultiOp {
     }
 }
 
-const TERMINATOR: MultiHeader = MultiHeader { op_type: -1, done: true, err: -1 };
+const TERMINATOR: MultiHeader = MultiHeader {
+    op_type: -1,
+    done: true,
+    err: -1,
+};
 
 /// Decodes the op list; `read_only` selects which ops are allowed (multiRead takes only
 /// getChildren and getData; multi only writes and check).
@@ -56,44 +63,60 @@ pub(crate) fn decode_ops(r: &mut Reader<'_>, read_only: bool) -> Result<Vec<Mult
             return Ok(ops);
         }
         if ops.len() >= MULTI_OPS_MAX {
-            return Err(DecodeError::InvalidValue { what: "multi op count", value: ops.len() as i64 });
+            return Err(DecodeError::InvalidValue {
+                what: "multi op count",
+                value: ops.len() as i64,
+            });
         }
         ops.push(decode_op(header.op_type, r, read_only)?);
     }
 }
 
 fn decode_op(op_type: i32, r: &mut Reader<'_>, read_only: bool) -> Result<MultiOp, DecodeError> {
-    let invalid = DecodeError::InvalidValue { what: "multi op type", value: op_type as i64 };
+    let invalid = DecodeError::InvalidValue {
+        what: "multi op type",
+        value: op_type as i64,
+    };
     let op = OpCode::from_i32(op_type).ok_or(invalid.clone())?;
     // The body of getData/getChildren inside multiRead is GetDataRequest {path, watch}; the
     // watch flag is ignored by ZooKeeper there, so only the path is kept.
     Ok(match (op, read_only) {
-        (OpCode::Create | OpCode::Create2 | OpCode::CreateContainer, false) => {
-            MultiOp::Create { op, req: CreateRequest::decode(r)? }
-        }
+        (OpCode::Create | OpCode::Create2 | OpCode::CreateContainer, false) => MultiOp::Create {
+            op,
+            req: CreateRequest::decode(r)?,
+        },
         (OpCode::CreateTtl, false) => MultiOp::CreateTtl(CreateTtlRequest::decode(r)?),
         (OpCode::Delete, false) => MultiOp::Delete(PathAndVersion::decode(r)?),
         (OpCode::SetData, false) => MultiOp::SetData(SetDataRequest::decode(r)?),
         (OpCode::Check, false) => MultiOp::Check(PathAndVersion::decode(r)?),
-        (OpCode::GetChildren, true) => {
-            MultiOp::GetChildren(PathRecord { path: PathAndWatch::decode(r)?.path })
-        }
-        (OpCode::GetData, true) => MultiOp::GetData(PathRecord { path: PathAndWatch::decode(r)?.path }),
+        (OpCode::GetChildren, true) => MultiOp::GetChildren(PathRecord {
+            path: PathAndWatch::decode(r)?.path,
+        }),
+        (OpCode::GetData, true) => MultiOp::GetData(PathRecord {
+            path: PathAndWatch::decode(r)?.path,
+        }),
         _ => return Err(invalid),
     })
 }
 
 pub(crate) fn encode_ops(ops: &[MultiOp], w: &mut Writer) {
     for op in ops {
-        MultiHeader { op_type: op.op_code().code(), done: false, err: -1 }.encode(w);
+        MultiHeader {
+            op_type: op.op_code().code(),
+            done: false,
+            err: -1,
+        }
+        .encode(w);
         match op {
             MultiOp::Create { req, .. } => req.encode(w),
             MultiOp::CreateTtl(x) => x.encode(w),
             MultiOp::Delete(x) | MultiOp::Check(x) => x.encode(w),
             MultiOp::SetData(x) => x.encode(w),
-            MultiOp::GetChildren(x) | MultiOp::GetData(x) => {
-                PathAndWatch { path: x.path.clone(), watch: false }.encode(w)
+            MultiOp::GetChildren(x) | MultiOp::GetData(x) => PathAndWatch {
+                path: x.path.clone(),
+                watch: false,
             }
+            .encode(w),
         }
     }
     TERMINATOR.encode(w);
@@ -137,7 +160,12 @@ pub fn encode_results(results: &[MultiResult], w: &mut Writer) {
             MultiResult::Error(code) => *code,
             _ => 0,
         };
-        MultiHeader { op_type: result.op_type(), done: false, err }.encode(w);
+        MultiHeader {
+            op_type: result.op_type(),
+            done: false,
+            err,
+        }
+        .encode(w);
         match result {
             MultiResult::Create(path) => w.write_ustring(path),
             MultiResult::Create2(path, stat) => {
@@ -166,7 +194,10 @@ pub fn decode_results(r: &mut Reader<'_>) -> Result<Vec<MultiResult>, DecodeErro
             return Ok(results);
         }
         if results.len() >= MULTI_OPS_MAX {
-            return Err(DecodeError::InvalidValue { what: "multi result count", value: results.len() as i64 });
+            return Err(DecodeError::InvalidValue {
+                what: "multi result count",
+                value: results.len() as i64,
+            });
         }
         let result = match OpCode::from_i32(header.op_type) {
             Some(OpCode::Create) => MultiResult::Create(String::decode(r)?),
@@ -178,7 +209,10 @@ pub fn decode_results(r: &mut Reader<'_>) -> Result<Vec<MultiResult>, DecodeErro
             Some(OpCode::GetData) => MultiResult::GetData(Data::decode(r)?, Stat::decode(r)?),
             Some(OpCode::Error) => MultiResult::Error(r.read_i32()?),
             _ => {
-                return Err(DecodeError::InvalidValue { what: "multi result type", value: header.op_type as i64 })
+                return Err(DecodeError::InvalidValue {
+                    what: "multi result type",
+                    value: header.op_type as i64,
+                })
             }
         };
         results.push(result);

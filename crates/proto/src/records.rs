@@ -98,7 +98,11 @@ impl Record for ConnectRequest {
             timeout_ms: r.read_i32()?,
             session_id: r.read_i64()?,
             passwd: r.read_buffer()?.unwrap_or_default().to_vec(),
-            read_only: if r.remaining() > 0 { Some(r.read_bool()?) } else { None },
+            read_only: if r.remaining() > 0 {
+                Some(r.read_bool()?)
+            } else {
+                None
+            },
         })
     }
 }
@@ -130,7 +134,11 @@ impl Record for ConnectResponse {
             timeout_ms: r.read_i32()?,
             session_id: r.read_i64()?,
             passwd: r.read_buffer()?.unwrap_or_default().to_vec(),
-            read_only: if r.remaining() > 0 { Some(r.read_bool()?) } else { None },
+            read_only: if r.remaining() > 0 {
+                Some(r.read_bool()?)
+            } else {
+                None
+            },
         })
     }
 }

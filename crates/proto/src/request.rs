@@ -9,7 +9,10 @@ use crate::records::*;
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Request {
     /// Op codes 1 (create), 15 (create2) and 19 (createContainer) share one body.
-    Create { op: OpCode, req: CreateRequest },
+    Create {
+        op: OpCode,
+        req: CreateRequest,
+    },
     CreateTtl(CreateTtlRequest),
     Delete(PathAndVersion),
     Exists(PathAndWatch),

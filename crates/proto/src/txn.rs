@@ -149,7 +149,11 @@ impl TxnBody {
                 for part in parts {
                     let mut inner = Writer::new();
                     part.encode(&mut inner);
-                    TypedTxn { op_type: part.op_type(), data: Some(inner.into_inner()) }.encode(w);
+                    TypedTxn {
+                        op_type: part.op_type(),
+                        data: Some(inner.into_inner()),
+                    }
+                    .encode(w);
                 }
             }
         }
@@ -161,8 +165,15 @@ impl TxnBody {
         Self::decode_at_depth(op_type, r, 0)
     }
 
-    fn decode_at_depth(op_type: i32, r: &mut Reader<'_>, depth: u8) -> Result<TxnBody, DecodeError> {
-        let invalid = DecodeError::InvalidValue { what: "transaction type", value: op_type as i64 };
+    fn decode_at_depth(
+        op_type: i32,
+        r: &mut Reader<'_>,
+        depth: u8,
+    ) -> Result<TxnBody, DecodeError> {
+        let invalid = DecodeError::InvalidValue {
+            what: "transaction type",
+            value: op_type as i64,
+        };
         let op = OpCode::from_i32(op_type).ok_or(invalid.clone())?;
         Ok(match op {
             OpCode::Create => TxnBody::Create(CreateTxn::decode(r)?),

@@ -17,8 +17,10 @@ fn data() -> impl Strategy<Value = Data> {
 
 fn acl() -> impl Strategy<Value = Vec<Acl>> {
     proptest::collection::vec(
-        (0..32i32, "[a-z]{1,6}", "[a-z0-9:]{0,12}")
-            .prop_map(|(perms, scheme, id)| Acl { perms, id: Id { scheme, id } }),
+        (0..32i32, "[a-z]{1,6}", "[a-z0-9:]{0,12}").prop_map(|(perms, scheme, id)| Acl {
+            perms,
+            id: Id { scheme, id },
+        }),
         0..4,
     )
 }
@@ -40,36 +42,80 @@ fn stat() -> impl Strategy<Value = Stat> {
 }
 
 fn create_request() -> impl Strategy<Value = CreateRequest> {
-    (path(), data(), acl(), 0..7i32).prop_map(|(path, data, acl, flags)| CreateRequest { path, data, acl, flags })
+    (path(), data(), acl(), 0..7i32).prop_map(|(path, data, acl, flags)| CreateRequest {
+        path,
+        data,
+        acl,
+        flags,
+    })
 }
 
 fn multi_op() -> impl Strategy<Value = MultiOp> {
     prop_oneof![
-        create_request().prop_map(|req| MultiOp::Create { op: OpCode::Create, req }),
-        create_request().prop_map(|req| MultiOp::Create { op: OpCode::Create2, req }),
-        (path(), any::<i32>()).prop_map(|(path, version)| MultiOp::Delete(PathAndVersion { path, version })),
-        (path(), any::<i32>()).prop_map(|(path, version)| MultiOp::Check(PathAndVersion { path, version })),
-        (path(), data(), any::<i32>()).prop_map(|(path, data, version)| MultiOp::SetData(SetDataRequest { path, data, version })),
+        create_request().prop_map(|req| MultiOp::Create {
+            op: OpCode::Create,
+            req
+        }),
+        create_request().prop_map(|req| MultiOp::Create {
+            op: OpCode::Create2,
+            req
+        }),
+        (path(), any::<i32>())
+            .prop_map(|(path, version)| MultiOp::Delete(PathAndVersion { path, version })),
+        (path(), any::<i32>())
+            .prop_map(|(path, version)| MultiOp::Check(PathAndVersion { path, version })),
+        (path(), data(), any::<i32>()).prop_map(|(path, data, version)| MultiOp::SetData(
+            SetDataRequest {
+                path,
+                data,
+                version
+            }
+        )),
     ]
 }
 
 fn request() -> impl Strategy<Value = Request> {
     prop_oneof![
-        create_request().prop_map(|req| Request::Create { op: OpCode::CreateContainer, req }),
-        (create_request(), any::<i64>()).prop_map(|(c, ttl)| Request::CreateTtl(CreateTtlRequest {
-            path: c.path, data: c.data, acl: c.acl, flags: c.flags, ttl
-        })),
-        (path(), any::<bool>()).prop_map(|(path, watch)| Request::GetData(PathAndWatch { path, watch })),
-        (path(), any::<bool>()).prop_map(|(path, watch)| Request::GetChildren2(PathAndWatch { path, watch })),
-        (path(), acl(), any::<i32>()).prop_map(|(path, acl, version)| Request::SetAcl(SetAclRequest { path, acl, version })),
+        create_request().prop_map(|req| Request::Create {
+            op: OpCode::CreateContainer,
+            req
+        }),
+        (create_request(), any::<i64>()).prop_map(|(c, ttl)| Request::CreateTtl(
+            CreateTtlRequest {
+                path: c.path,
+                data: c.data,
+                acl: c.acl,
+                flags: c.flags,
+                ttl
+            }
+        )),
+        (path(), any::<bool>())
+            .prop_map(|(path, watch)| Request::GetData(PathAndWatch { path, watch })),
+        (path(), any::<bool>())
+            .prop_map(|(path, watch)| Request::GetChildren2(PathAndWatch { path, watch })),
+        (path(), acl(), any::<i32>())
+            .prop_map(|(path, acl, version)| Request::SetAcl(SetAclRequest { path, acl, version })),
         proptest::collection::vec(multi_op(), 0..6).prop_map(Request::Multi),
-        (any::<i64>(), proptest::collection::vec(path(), 0..4), proptest::collection::vec(path(), 0..4))
+        (
+            any::<i64>(),
+            proptest::collection::vec(path(), 0..4),
+            proptest::collection::vec(path(), 0..4)
+        )
             .prop_map(|(z, a, b)| Request::SetWatches2(SetWatches2 {
-                relative_zxid: z, data_watches: a.clone(), exist_watches: b.clone(), child_watches: a,
-                persistent_watches: b, persistent_recursive_watches: vec![],
+                relative_zxid: z,
+                data_watches: a.clone(),
+                exist_watches: b.clone(),
+                child_watches: a,
+                persistent_watches: b,
+                persistent_recursive_watches: vec![],
             })),
-        ("[a-z]{1,8}", data()).prop_map(|(scheme, auth)| Request::Auth(AuthPacket { auth_type: 0, scheme, auth })),
-        (path(), 0..2i32).prop_map(|(path, mode)| Request::AddWatch(AddWatchRequest { path, mode })),
+        ("[a-z]{1,8}", data()).prop_map(|(scheme, auth)| Request::Auth(AuthPacket {
+            auth_type: 0,
+            scheme,
+            auth
+        })),
+        (path(), 0..2i32)
+            .prop_map(|(path, mode)| Request::AddWatch(AddWatchRequest { path, mode })),
         Just(Request::WhoAmI),
     ]
 }

@@ -14,8 +14,13 @@ pub type AuthIds = [Id];
 pub fn digest_id(user_password: &str) -> String {
     use base64::Engine;
     let user = user_password.split(':').next().unwrap_or_default();
-    let hash = sha1_smol::Sha1::from(user_password.as_bytes()).digest().bytes();
-    format!("{user}:{}", base64::engine::general_purpose::STANDARD.encode(hash))
+    let hash = sha1_smol::Sha1::from(user_password.as_bytes())
+        .digest()
+        .bytes();
+    format!(
+        "{user}:{}",
+        base64::engine::general_purpose::STANDARD.encode(hash)
+    )
 }
 
 /// Does a session with `auth_ids` hold `perm` on a node with `acl`?
@@ -110,7 +115,10 @@ pub fn fixup_acl(acl: &[Acl], auth_ids: &AuthIds) -> Result<Vec<Acl>, ErrorCode>
                 let mut any = false;
                 for auth in auth_ids.iter().filter(|a| a.scheme == "digest") {
                     any = true;
-                    fixed.push(Acl { perms: entry.perms, id: auth.clone() });
+                    fixed.push(Acl {
+                        perms: entry.perms,
+                        id: auth.clone(),
+                    });
                 }
                 if !any {
                     return Err(ErrorCode::InvalidAcl);
@@ -161,7 +169,10 @@ impl AclCache {
 pub fn open_acl_unsafe() -> Vec<Acl> {
     vec![Acl {
         perms: proto::watch::perms::ALL,
-        id: Id { scheme: "world".into(), id: "anyone".into() },
+        id: Id {
+            scheme: "world".into(),
+            id: "anyone".into(),
+        },
     }]
 }
 
@@ -171,20 +182,32 @@ mod tests {
     use proto::watch::perms;
 
     fn id(scheme: &str, id: &str) -> Id {
-        Id { scheme: scheme.into(), id: id.into() }
+        Id {
+            scheme: scheme.into(),
+            id: id.into(),
+        }
     }
 
     #[test]
     fn digest_matches_zookeeper() {
         // Value from ZooKeeper's documentation of DigestAuthenticationProvider.
-        assert_eq!(digest_id("super:test"), "super:D/InIHSb7yEEbrWz8b9l71RjZJU=");
+        assert_eq!(
+            digest_id("super:test"),
+            "super:D/InIHSb7yEEbrWz8b9l71RjZJU="
+        );
     }
 
     #[test]
     fn world_ip_digest_and_super() {
         let acl = vec![
-            Acl { perms: perms::READ, id: id("ip", "127.0.0.0/8") },
-            Acl { perms: perms::WRITE, id: id("digest", "bob:x") },
+            Acl {
+                perms: perms::READ,
+                id: id("ip", "127.0.0.0/8"),
+            },
+            Acl {
+                perms: perms::WRITE,
+                id: id("digest", "bob:x"),
+            },
         ];
         let me = [id("ip", "127.0.0.1")];
         assert_eq!(check_acl(&acl, perms::READ, &me), Ok(()));
@@ -198,11 +221,28 @@ mod tests {
 
     #[test]
     fn fixup_expands_auth_and_rejects_bad_ids() {
-        let auth = vec![Acl { perms: perms::ALL, id: id("auth", "") }];
-        assert_eq!(fixup_acl(&auth, &[id("ip", "127.0.0.1")]), Err(ErrorCode::InvalidAcl));
+        let auth = vec![Acl {
+            perms: perms::ALL,
+            id: id("auth", ""),
+        }];
+        assert_eq!(
+            fixup_acl(&auth, &[id("ip", "127.0.0.1")]),
+            Err(ErrorCode::InvalidAcl)
+        );
         let fixed = fixup_acl(&auth, &[id("ip", "127.0.0.1"), id("digest", "u:h")]).expect("valid");
-        assert_eq!(fixed, vec![Acl { perms: perms::ALL, id: id("digest", "u:h") }]);
-        for bad in [id("world", "x"), id("digest", "nocolon"), id("ip", "300.1.1.1"), id("nope", "x")] {
+        assert_eq!(
+            fixed,
+            vec![Acl {
+                perms: perms::ALL,
+                id: id("digest", "u:h")
+            }]
+        );
+        for bad in [
+            id("world", "x"),
+            id("digest", "nocolon"),
+            id("ip", "300.1.1.1"),
+            id("nope", "x"),
+        ] {
             let acl = vec![Acl { perms: 1, id: bad }];
             assert_eq!(fixup_acl(&acl, &[]), Err(ErrorCode::InvalidAcl));
         }

@@ -15,7 +15,10 @@ use std::collections::{BTreeMap, BTreeSet, HashMap};
 /// What a transaction did, for the reply.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum TxnOutcome {
-    Created { path: String, stat: Stat },
+    Created {
+        path: String,
+        stat: Stat,
+    },
     Deleted,
     /// setData and setACL: the node's new Stat.
     Updated(Stat),
@@ -82,7 +85,12 @@ impl DataTree {
             acl_purge_at: ACL_PURGE_MIN,
         };
         let open = tree.acl_cache.intern(&crate::acl::open_acl_unsafe());
-        let root = Node { data: None, acl: open.clone(), stat: StatPersisted::default(), children: BTreeMap::new() };
+        let root = Node {
+            data: None,
+            acl: open.clone(),
+            stat: StatPersisted::default(),
+            children: BTreeMap::new(),
+        };
         tree.alloc(root);
         tree.digest.add("/", None, &StatPersisted::default());
         for system in ["/zookeeper", "/zookeeper/quota", "/zookeeper/config"] {
@@ -93,11 +101,19 @@ impl DataTree {
 
     fn insert_system_node(&mut self, node_path: &str, acl: AclList) {
         let parent = self.find(path::parent_of(node_path)).unwrap_or(ROOT);
-        let node = Node { data: Some(Box::new([])), acl, stat: StatPersisted::default(), children: BTreeMap::new() };
+        let node = Node {
+            data: Some(Box::new([])),
+            acl,
+            stat: StatPersisted::default(),
+            children: BTreeMap::new(),
+        };
         let id = self.alloc(node);
-        self.node_mut(parent).children.insert(path::name_of(node_path).into(), id);
+        self.node_mut(parent)
+            .children
+            .insert(path::name_of(node_path).into(), id);
         self.data_size += node_path.len() as u64;
-        self.digest.add(node_path, Some(&[]), &StatPersisted::default());
+        self.digest
+            .add(node_path, Some(&[]), &StatPersisted::default());
     }
 
     fn alloc(&mut self, node: Node) -> NodeId {
@@ -123,11 +139,15 @@ impl DataTree {
 
     fn node_ref(&self, id: NodeId) -> &Node {
         // Ids come only from child maps of live nodes, which are kept consistent by apply.
-        self.nodes[id as usize].as_ref().expect("child map points at a live node")
+        self.nodes[id as usize]
+            .as_ref()
+            .expect("child map points at a live node")
     }
 
     fn node_mut(&mut self, id: NodeId) -> &mut Node {
-        self.nodes[id as usize].as_mut().expect("child map points at a live node")
+        self.nodes[id as usize]
+            .as_mut()
+            .expect("child map points at a live node")
     }
 
     fn find(&self, node_path: &str) -> Option<NodeId> {
@@ -149,7 +169,8 @@ impl DataTree {
 
     /// Child names in lexicographic order.
     pub fn children(&self, node_path: &str) -> Option<Vec<String>> {
-        self.get(node_path).map(|n| n.children.keys().map(|k| k.to_string()).collect())
+        self.get(node_path)
+            .map(|n| n.children.keys().map(|k| k.to_string()).collect())
     }
 
     /// Every descendant of `path` (ZooKeeper's getAllChildrenNumber).
@@ -217,23 +238,52 @@ impl DataTree {
         outcome
     }
 
-    fn apply_body(&mut self, h: &TxnHeader, body: &TxnBody, triggers: &mut Vec<Trigger>) -> TxnOutcome {
+    fn apply_body(
+        &mut self,
+        h: &TxnHeader,
+        body: &TxnBody,
+        triggers: &mut Vec<Trigger>,
+    ) -> TxnOutcome {
         let result = match body {
             TxnBody::Create(t) | TxnBody::Create2(t) => {
                 let owner = if t.ephemeral { h.client_id } else { 0 };
-                self.create(h, &t.path, &t.data, &t.acl, owner, t.parent_cversion, triggers)
+                self.create(
+                    h,
+                    &t.path,
+                    &t.data,
+                    &t.acl,
+                    owner,
+                    t.parent_cversion,
+                    triggers,
+                )
             }
             TxnBody::CreateContainer(t) => {
                 let owner = crate::node::CONTAINER_EPHEMERAL_OWNER;
-                self.create(h, &t.path, &t.data, &t.acl, owner, t.parent_cversion, triggers)
+                self.create(
+                    h,
+                    &t.path,
+                    &t.data,
+                    &t.acl,
+                    owner,
+                    t.parent_cversion,
+                    triggers,
+                )
             }
             TxnBody::CreateTtl(t) => {
                 let owner = NodeKind::ttl_owner(t.ttl);
-                self.create(h, &t.path, &t.data, &t.acl, owner, t.parent_cversion, triggers)
+                self.create(
+                    h,
+                    &t.path,
+                    &t.data,
+                    &t.acl,
+                    owner,
+                    t.parent_cversion,
+                    triggers,
+                )
             }
-            TxnBody::Delete(t) | TxnBody::DeleteContainer(t) => {
-                self.delete(&t.path, h.zxid, triggers).map(|()| TxnOutcome::Deleted)
-            }
+            TxnBody::Delete(t) | TxnBody::DeleteContainer(t) => self
+                .delete(&t.path, h.zxid, triggers)
+                .map(|()| TxnOutcome::Deleted),
             TxnBody::SetData(t) => self.set_data(h, &t.path, &t.data, t.version, triggers),
             TxnBody::SetAcl(t) => self.set_acl(&t.path, &t.acl, t.version),
             TxnBody::Check(_) => Ok(TxnOutcome::Checked),
@@ -246,14 +296,21 @@ impl DataTree {
                 self.close_session(h, &t.paths_to_delete, triggers);
                 Ok(TxnOutcome::SessionClosed)
             }
-            TxnBody::Error(t) => Ok(TxnOutcome::Error(ErrorCode::from_i32(t.err).unwrap_or(ErrorCode::SystemError))),
+            TxnBody::Error(t) => Ok(TxnOutcome::Error(
+                ErrorCode::from_i32(t.err).unwrap_or(ErrorCode::SystemError),
+            )),
         };
         result.unwrap_or_else(TxnOutcome::Error)
     }
 
     /// A multi whose prep failed carries error parts: nothing is applied and every op reports
     /// 0 before the failure, its code at it, −2 after it (ZooKeeper's `DataTree.processTxn`).
-    fn apply_multi(&mut self, h: &TxnHeader, parts: &[TxnBody], triggers: &mut Vec<Trigger>) -> TxnOutcome {
+    fn apply_multi(
+        &mut self,
+        h: &TxnHeader,
+        parts: &[TxnBody],
+        triggers: &mut Vec<Trigger>,
+    ) -> TxnOutcome {
         if parts.iter().any(|p| matches!(p, TxnBody::Error(_))) {
             let mut failed = false;
             let results = parts
@@ -261,7 +318,9 @@ impl DataTree {
                 .map(|part| match part {
                     TxnBody::Error(e) => {
                         failed = true;
-                        TxnOutcome::Error(ErrorCode::from_i32(e.err).unwrap_or(ErrorCode::SystemError))
+                        TxnOutcome::Error(
+                            ErrorCode::from_i32(e.err).unwrap_or(ErrorCode::SystemError),
+                        )
                     }
                     _ if failed => TxnOutcome::Error(ErrorCode::RuntimeInconsistency),
                     _ => TxnOutcome::Error(ErrorCode::Ok),
@@ -269,7 +328,10 @@ impl DataTree {
                 .collect();
             return TxnOutcome::Multi(results);
         }
-        let results = parts.iter().map(|part| self.apply_body(h, part, triggers)).collect();
+        let results = parts
+            .iter()
+            .map(|part| self.apply_body(h, part, triggers))
+            .collect();
         TxnOutcome::Multi(results)
     }
 
@@ -305,10 +367,19 @@ impl DataTree {
         let data: Option<Box<[u8]>> = data.as_ref().map(|d| d.clone().into_boxed_slice());
         self.digest.add(node_path, data.as_deref(), &stat);
         self.data_size += (node_path.len() + data.as_ref().map_or(0, |d| d.len())) as u64;
-        let node = Node { data, acl, stat, children: BTreeMap::new() };
+        let node = Node {
+            data,
+            acl,
+            stat,
+            children: BTreeMap::new(),
+        };
         let id = self.alloc(node);
         self.update_parent(parent_path, parent_id, |parent| {
-            let cversion = if parent_cversion == -1 { parent.stat.cversion + 1 } else { parent_cversion };
+            let cversion = if parent_cversion == -1 {
+                parent.stat.cversion + 1
+            } else {
+                parent_cversion
+            };
             // Only move forward: replaying an older create must not roll back cversion/pzxid.
             if cversion > parent.stat.cversion {
                 parent.stat.cversion = cversion;
@@ -318,7 +389,10 @@ impl DataTree {
         });
         match NodeKind::of_owner(owner) {
             NodeKind::Ephemeral(session) => {
-                self.ephemerals.entry(session).or_default().insert(node_path.to_string());
+                self.ephemerals
+                    .entry(session)
+                    .or_default()
+                    .insert(node_path.to_string());
             }
             NodeKind::Container => {
                 self.containers.insert(node_path.to_string());
@@ -331,7 +405,10 @@ impl DataTree {
         let stat = self.node_ref(id).stat();
         triggers.push(Trigger::Created(node_path.to_string()));
         triggers.push(Trigger::ChildrenChanged(parent_path.to_string()));
-        Ok(TxnOutcome::Created { path: node_path.to_string(), stat })
+        Ok(TxnOutcome::Created {
+            path: node_path.to_string(),
+            stat,
+        })
     }
 
     /// Runs `change` on the node at `node_path`, keeping the digest current.
@@ -343,14 +420,23 @@ impl DataTree {
         digest.add(node_path, node.data.as_deref(), &node.stat);
     }
 
-    fn delete(&mut self, node_path: &str, zxid: i64, triggers: &mut Vec<Trigger>) -> Result<(), ErrorCode> {
+    fn delete(
+        &mut self,
+        node_path: &str,
+        zxid: i64,
+        triggers: &mut Vec<Trigger>,
+    ) -> Result<(), ErrorCode> {
         if node_path == "/" {
             return Err(ErrorCode::BadArguments);
         }
         let parent_path = path::parent_of(node_path);
         let name = path::name_of(node_path);
         let parent_id = self.find(parent_path).ok_or(ErrorCode::NoNode)?;
-        let id = *self.node_ref(parent_id).children.get(name).ok_or(ErrorCode::NoNode)?;
+        let id = *self
+            .node_ref(parent_id)
+            .children
+            .get(name)
+            .ok_or(ErrorCode::NoNode)?;
         if !self.node_ref(id).children.is_empty() {
             return Err(ErrorCode::NotEmpty);
         }
@@ -361,7 +447,8 @@ impl DataTree {
             }
         });
         let node = self.release(id).ok_or(ErrorCode::NoNode)?;
-        self.digest.remove(node_path, node.data.as_deref(), &node.stat);
+        self.digest
+            .remove(node_path, node.data.as_deref(), &node.stat);
         self.data_size -= (node_path.len() + node.data.as_ref().map_or(0, |d| d.len())) as u64;
         match NodeKind::of_owner(node.stat.ephemeral_owner) {
             NodeKind::Ephemeral(session) => {
@@ -409,7 +496,12 @@ impl DataTree {
         Ok(TxnOutcome::Updated(self.node_ref(id).stat()))
     }
 
-    fn set_acl(&mut self, node_path: &str, acl: &[Acl], version: i32) -> Result<TxnOutcome, ErrorCode> {
+    fn set_acl(
+        &mut self,
+        node_path: &str,
+        acl: &[Acl],
+        version: i32,
+    ) -> Result<TxnOutcome, ErrorCode> {
         let id = self.find(node_path).ok_or(ErrorCode::NoNode)?;
         let acl = self.acl_cache.intern(acl);
         self.update_parent(node_path, id, |node| {
@@ -427,7 +519,9 @@ impl DataTree {
         let mut paths: Vec<&String> = paths.iter().collect();
         paths.sort_by_key(|p| std::cmp::Reverse(p.len()));
         for p in paths {
-            let owned = self.get(p).is_some_and(|n| n.stat.ephemeral_owner == h.client_id);
+            let owned = self
+                .get(p)
+                .is_some_and(|n| n.stat.ephemeral_owner == h.client_id);
             if owned {
                 let _ = self.delete(p, h.zxid, triggers);
             }

@@ -43,7 +43,14 @@ fn node_hash(path: &str, data: Option<&[u8]>, stat: &StatPersisted) -> u64 {
         }
         None => eat(&u64::MAX.to_be_bytes()),
     }
-    for v in [stat.czxid, stat.mzxid, stat.ctime, stat.mtime, stat.ephemeral_owner, stat.pzxid] {
+    for v in [
+        stat.czxid,
+        stat.mzxid,
+        stat.ctime,
+        stat.mtime,
+        stat.ephemeral_owner,
+        stat.pzxid,
+    ] {
         eat(&v.to_be_bytes());
     }
     for v in [stat.version, stat.cversion, stat.aversion] {

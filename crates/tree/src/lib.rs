@@ -16,5 +16,5 @@ pub mod path;
 pub mod pending;
 pub mod prep;
 
-pub use data_tree::{DataTree, TxnOutcome, Trigger};
+pub use data_tree::{DataTree, Trigger, TxnOutcome};
 pub use prep::{Prep, PrepContext};

@@ -17,20 +17,28 @@ pub struct Node {
 }
 
 impl Node {
-    /// The client-visible Stat: the persisted fields plus dataLength and numChildren.
+    /// The client-visible Stat (`DataNode.copyStat`): the persisted fields plus dataLength and
+    /// numChildren. The stored cversion counts creates (it names sequential children); clients
+    /// see creates plus deletes, i.e. `2 × creates − children still present`. Containers and
+    /// TTL nodes show ephemeralOwner 0: their marker is internal.
     pub fn stat(&self) -> Stat {
         let s = &self.stat;
+        let num_children = self.children.len() as i32;
+        let ephemeral_owner = match NodeKind::of_owner(s.ephemeral_owner) {
+            NodeKind::Ephemeral(owner) => owner,
+            _ => 0,
+        };
         Stat {
             czxid: s.czxid,
             mzxid: s.mzxid,
             ctime: s.ctime,
             mtime: s.mtime,
             version: s.version,
-            cversion: s.cversion,
+            cversion: s.cversion.wrapping_mul(2).wrapping_sub(num_children),
             aversion: s.aversion,
-            ephemeral_owner: s.ephemeral_owner,
+            ephemeral_owner,
             data_length: self.data.as_ref().map_or(0, |d| d.len() as i32),
-            num_children: self.children.len() as i32,
+            num_children,
             pzxid: s.pzxid,
         }
     }
@@ -104,15 +112,26 @@ impl CreateMode {
     }
 
     pub fn is_sequential(self) -> bool {
-        matches!(self, CreateMode::PersistentSequential | CreateMode::EphemeralSequential | CreateMode::PersistentSequentialWithTtl)
+        matches!(
+            self,
+            CreateMode::PersistentSequential
+                | CreateMode::EphemeralSequential
+                | CreateMode::PersistentSequentialWithTtl
+        )
     }
 
     pub fn is_ephemeral(self) -> bool {
-        matches!(self, CreateMode::Ephemeral | CreateMode::EphemeralSequential)
+        matches!(
+            self,
+            CreateMode::Ephemeral | CreateMode::EphemeralSequential
+        )
     }
 
     pub fn is_ttl(self) -> bool {
-        matches!(self, CreateMode::PersistentWithTtl | CreateMode::PersistentSequentialWithTtl)
+        matches!(
+            self,
+            CreateMode::PersistentWithTtl | CreateMode::PersistentSequentialWithTtl
+        )
     }
 
     pub fn is_container(self) -> bool {
@@ -127,8 +146,17 @@ mod tests {
     #[test]
     fn owner_kinds() {
         assert_eq!(NodeKind::of_owner(0), NodeKind::Persistent);
-        assert_eq!(NodeKind::of_owner(0x0100_0000_0000_0001), NodeKind::Ephemeral(0x0100_0000_0000_0001));
-        assert_eq!(NodeKind::of_owner(CONTAINER_EPHEMERAL_OWNER), NodeKind::Container);
-        assert_eq!(NodeKind::of_owner(NodeKind::ttl_owner(5000)), NodeKind::Ttl(5000));
+        assert_eq!(
+            NodeKind::of_owner(0x0100_0000_0000_0001),
+            NodeKind::Ephemeral(0x0100_0000_0000_0001)
+        );
+        assert_eq!(
+            NodeKind::of_owner(CONTAINER_EPHEMERAL_OWNER),
+            NodeKind::Container
+        );
+        assert_eq!(
+            NodeKind::of_owner(NodeKind::ttl_owner(5000)),
+            NodeKind::Ttl(5000)
+        );
     }
 }

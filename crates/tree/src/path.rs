@@ -76,14 +76,38 @@ mod tests {
 
     #[test]
     fn accepts_valid_paths() {
-        for p in ["/", "/a", "/a/b", "/a.b", "/...", "/a/.b", "/zookeeper/quota", "/ünï"] {
+        for p in [
+            "/",
+            "/a",
+            "/a/b",
+            "/a.b",
+            "/...",
+            "/a/.b",
+            "/zookeeper/quota",
+            "/ünï",
+        ] {
             assert_eq!(validate_path(p), Ok(()), "{p}");
         }
     }
 
     #[test]
     fn rejects_invalid_paths() {
-        for p in ["", "a", "/a/", "//", "/a//b", "/.", "/a/..", "/a/./b", "/a\u{0}b", "/a\u{1}", "/\u{7f}", "/\u{e000}", "/\u{1F600}", "/\u{fff5}"] {
+        for p in [
+            "",
+            "a",
+            "/a/",
+            "//",
+            "/a//b",
+            "/.",
+            "/a/..",
+            "/a/./b",
+            "/a\u{0}b",
+            "/a\u{1}",
+            "/\u{7f}",
+            "/\u{e000}",
+            "/\u{1F600}",
+            "/\u{fff5}",
+        ] {
             assert!(validate_path(p).is_err(), "{p:?}");
         }
     }

@@ -79,7 +79,9 @@ impl PendingChanges {
             if *z > zxid {
                 break;
             }
-            let Some((z, path)) = self.order.pop_front() else { break };
+            let Some((z, path)) = self.order.pop_front() else {
+                break;
+            };
             if self.by_path.get(&path).is_some_and(|r| r.zxid == z) {
                 self.by_path.remove(&path);
             }

@@ -55,32 +55,63 @@ impl Prep {
         };
         let (op_type, body) = match body {
             Ok(body) => (op.code(), body),
-            Err(code) => (OpCode::Error.code(), TxnBody::Error(ErrorTxn { err: code.code() })),
+            Err(code) => (
+                OpCode::Error.code(),
+                TxnBody::Error(ErrorTxn { err: code.code() }),
+            ),
         };
-        Txn { header: header(ctx, op_type), body }
+        Txn {
+            header: header(ctx, op_type),
+            body,
+        }
     }
 
     /// A new session's transaction.
     pub fn prepare_create_session(&mut self, ctx: &PrepContext<'_>, timeout_ms: i32) -> Txn {
         let body = TxnBody::CreateSession(CreateSessionTxn { timeout_ms });
-        Txn { header: header(ctx, OpCode::CreateSession.code()), body }
+        Txn {
+            header: header(ctx, OpCode::CreateSession.code()),
+            body,
+        }
     }
 
     /// The container manager's deletion of an empty container or expired TTL node.
-    pub fn prepare_delete_container(&mut self, tree: &DataTree, ctx: &PrepContext<'_>, node_path: &str) -> Txn {
+    pub fn prepare_delete_container(
+        &mut self,
+        tree: &DataTree,
+        ctx: &PrepContext<'_>,
+        node_path: &str,
+    ) -> Txn {
         let body = self.prep_delete_container(tree, ctx, node_path);
         let (op_type, body) = match body {
             Ok(body) => (OpCode::DeleteContainer.code(), body),
-            Err(code) => (OpCode::Error.code(), TxnBody::Error(ErrorTxn { err: code.code() })),
+            Err(code) => (
+                OpCode::Error.code(),
+                TxnBody::Error(ErrorTxn { err: code.code() }),
+            ),
         };
-        Txn { header: header(ctx, op_type), body }
+        Txn {
+            header: header(ctx, op_type),
+            body,
+        }
     }
 
-    fn prep_single(&mut self, tree: &DataTree, ctx: &PrepContext<'_>, request: &Request, undo: Option<&mut Undo>) -> PrepResult {
+    fn prep_single(
+        &mut self,
+        tree: &DataTree,
+        ctx: &PrepContext<'_>,
+        request: &Request,
+        undo: Option<&mut Undo>,
+    ) -> PrepResult {
         match request {
             Request::Create { op, req } => self.prep_create(tree, ctx, *op, req, -1, undo),
             Request::CreateTtl(r) => {
-                let req = CreateRequest { path: r.path.clone(), data: r.data.clone(), acl: r.acl.clone(), flags: r.flags };
+                let req = CreateRequest {
+                    path: r.path.clone(),
+                    data: r.data.clone(),
+                    acl: r.acl.clone(),
+                    flags: r.flags,
+                };
                 self.prep_create(tree, ctx, OpCode::CreateTtl, &req, r.ttl, undo)
             }
             Request::Delete(r) => self.prep_delete(tree, ctx, &r.path, r.version, undo),
@@ -94,7 +125,9 @@ impl Prep {
     }
 
     fn record(&self, tree: &DataTree, node_path: &str) -> Result<ChangeRecord, ErrorCode> {
-        self.pending.lookup(tree, node_path).ok_or(ErrorCode::NoNode)
+        self.pending
+            .lookup(tree, node_path)
+            .ok_or(ErrorCode::NoNode)
     }
 
     fn prep_create(
@@ -110,7 +143,11 @@ impl Prep {
         if mode.is_ttl() && !ctx.extended_types_enabled {
             return Err(ErrorCode::Unimplemented);
         }
-        let ttl_valid = if mode.is_ttl() { ttl > 0 && ttl <= TTL_MAX_MS } else { ttl < 0 };
+        let ttl_valid = if mode.is_ttl() {
+            ttl > 0 && ttl <= TTL_MAX_MS
+        } else {
+            ttl < 0
+        };
         if !ttl_valid {
             return Err(ErrorCode::BadArguments);
         }
@@ -118,7 +155,11 @@ impl Prep {
         if req.path.contains('\0') {
             return Err(ErrorCode::BadArguments);
         }
-        let parent_path = if last_slash == 0 { "/" } else { &req.path[..last_slash] };
+        let parent_path = if last_slash == 0 {
+            "/"
+        } else {
+            &req.path[..last_slash]
+        };
         let acl = fixup_acl(&req.acl, ctx.auth_ids)?;
         let parent = self.record(tree, parent_path)?;
         check_acl(&parent.acl, perms::CREATE, ctx.auth_ids)?;
@@ -131,11 +172,23 @@ impl Prep {
         if self.pending.lookup(tree, &node_path).is_some() {
             return Err(ErrorCode::NodeExists);
         }
-        if matches!(NodeKind::of_owner(parent_stat.ephemeral_owner), NodeKind::Ephemeral(_)) {
+        if matches!(
+            NodeKind::of_owner(parent_stat.ephemeral_owner),
+            NodeKind::Ephemeral(_)
+        ) {
             return Err(ErrorCode::NoChildrenForEphemerals);
         }
         let new_cversion = parent_stat.cversion + 1;
-        let (body, owner) = create_body(op, mode, &node_path, req, acl.clone(), new_cversion, ttl, ctx.session_id);
+        let (body, owner) = create_body(
+            op,
+            mode,
+            &node_path,
+            req,
+            acl.clone(),
+            new_cversion,
+            ttl,
+            ctx.session_id,
+        );
         let mut undo = undo;
         let mut parent_next = parent.clone();
         parent_next.zxid = ctx.zxid;
@@ -144,7 +197,8 @@ impl Prep {
             s.cversion = new_cversion;
             s.pzxid = ctx.zxid;
         }
-        self.pending.add(parent_path, parent_next, undo.as_deref_mut());
+        self.pending
+            .add(parent_path, parent_next, undo.as_deref_mut());
         let stat = StatPersisted {
             czxid: ctx.zxid,
             mzxid: ctx.zxid,
@@ -154,21 +208,40 @@ impl Prep {
             pzxid: ctx.zxid,
             ..StatPersisted::default()
         };
-        let node = ChangeRecord { zxid: ctx.zxid, stat: Some(stat), child_count: 0, acl: acl.into() };
+        let node = ChangeRecord {
+            zxid: ctx.zxid,
+            stat: Some(stat),
+            child_count: 0,
+            acl: acl.into(),
+        };
         self.pending.add(&node_path, node, undo);
         Ok(body)
     }
 
     fn parent_for_delete<'p>(&self, node_path: &'p str) -> Result<&'p str, ErrorCode> {
         let last_slash = node_path.rfind('/').ok_or(ErrorCode::BadArguments)?;
-        let special = matches!(node_path, "/" | "/zookeeper" | "/zookeeper/quota" | "/zookeeper/config");
+        let special = matches!(
+            node_path,
+            "/" | "/zookeeper" | "/zookeeper/quota" | "/zookeeper/config"
+        );
         if node_path.contains('\0') || special {
             return Err(ErrorCode::BadArguments);
         }
-        Ok(if last_slash == 0 { "/" } else { &node_path[..last_slash] })
+        Ok(if last_slash == 0 {
+            "/"
+        } else {
+            &node_path[..last_slash]
+        })
     }
 
-    fn prep_delete(&mut self, tree: &DataTree, ctx: &PrepContext<'_>, node_path: &str, version: i32, undo: Option<&mut Undo>) -> PrepResult {
+    fn prep_delete(
+        &mut self,
+        tree: &DataTree,
+        ctx: &PrepContext<'_>,
+        node_path: &str,
+        version: i32,
+        undo: Option<&mut Undo>,
+    ) -> PrepResult {
         let parent_path = self.parent_for_delete(node_path)?;
         let parent = self.record(tree, parent_path)?;
         check_acl(&parent.acl, perms::DELETE, ctx.auth_ids)?;
@@ -179,25 +252,44 @@ impl Prep {
             return Err(ErrorCode::NotEmpty);
         }
         self.record_delete(ctx.zxid, parent_path, parent, node_path, undo);
-        Ok(TxnBody::Delete(DeleteTxn { path: node_path.to_string() }))
+        Ok(TxnBody::Delete(DeleteTxn {
+            path: node_path.to_string(),
+        }))
     }
 
-    fn prep_delete_container(&mut self, tree: &DataTree, ctx: &PrepContext<'_>, node_path: &str) -> PrepResult {
+    fn prep_delete_container(
+        &mut self,
+        tree: &DataTree,
+        ctx: &PrepContext<'_>,
+        node_path: &str,
+    ) -> PrepResult {
         let parent_path = self.parent_for_delete(node_path)?;
         let node = self.record(tree, node_path)?;
         if node.child_count > 0 {
             return Err(ErrorCode::NotEmpty);
         }
         let owner = node.stat.as_ref().map_or(0, |s| s.ephemeral_owner);
-        if matches!(NodeKind::of_owner(owner), NodeKind::Persistent | NodeKind::Ephemeral(_)) {
+        if matches!(
+            NodeKind::of_owner(owner),
+            NodeKind::Persistent | NodeKind::Ephemeral(_)
+        ) {
             return Err(ErrorCode::BadVersion);
         }
         let parent = self.record(tree, parent_path)?;
         self.record_delete(ctx.zxid, parent_path, parent, node_path, None);
-        Ok(TxnBody::DeleteContainer(DeleteTxn { path: node_path.to_string() }))
+        Ok(TxnBody::DeleteContainer(DeleteTxn {
+            path: node_path.to_string(),
+        }))
     }
 
-    fn record_delete(&mut self, zxid: i64, parent_path: &str, parent: ChangeRecord, node_path: &str, mut undo: Option<&mut Undo>) {
+    fn record_delete(
+        &mut self,
+        zxid: i64,
+        parent_path: &str,
+        parent: ChangeRecord,
+        node_path: &str,
+        mut undo: Option<&mut Undo>,
+    ) {
         let mut parent_next = parent;
         parent_next.zxid = zxid;
         parent_next.child_count -= 1;
@@ -205,11 +297,27 @@ impl Prep {
             s.pzxid = zxid;
         }
         let acl = parent_next.acl.clone();
-        self.pending.add(parent_path, parent_next, undo.as_deref_mut());
-        self.pending.add(node_path, ChangeRecord { zxid, stat: None, child_count: 0, acl }, undo);
+        self.pending
+            .add(parent_path, parent_next, undo.as_deref_mut());
+        self.pending.add(
+            node_path,
+            ChangeRecord {
+                zxid,
+                stat: None,
+                child_count: 0,
+                acl,
+            },
+            undo,
+        );
     }
 
-    fn prep_set_data(&mut self, tree: &DataTree, ctx: &PrepContext<'_>, req: &SetDataRequest, undo: Option<&mut Undo>) -> PrepResult {
+    fn prep_set_data(
+        &mut self,
+        tree: &DataTree,
+        ctx: &PrepContext<'_>,
+        req: &SetDataRequest,
+        undo: Option<&mut Undo>,
+    ) -> PrepResult {
         path::validate_path(&req.path).map_err(|_| ErrorCode::BadArguments)?;
         let mut node = self.record(tree, &req.path)?;
         check_acl(&node.acl, perms::WRITE, ctx.auth_ids)?;
@@ -220,10 +328,22 @@ impl Prep {
         stat.mzxid = ctx.zxid;
         node.zxid = ctx.zxid;
         self.pending.add(&req.path, node, undo);
-        Ok(TxnBody::SetData(SetDataTxn { path: req.path.clone(), data: req.data.clone(), version }))
+        Ok(TxnBody::SetData(SetDataTxn {
+            path: req.path.clone(),
+            data: req.data.clone(),
+            version,
+        }))
     }
 
-    fn prep_set_acl(&mut self, tree: &DataTree, ctx: &PrepContext<'_>, node_path: &str, acl: &[Acl], version: i32, undo: Option<&mut Undo>) -> PrepResult {
+    fn prep_set_acl(
+        &mut self,
+        tree: &DataTree,
+        ctx: &PrepContext<'_>,
+        node_path: &str,
+        acl: &[Acl],
+        version: i32,
+        undo: Option<&mut Undo>,
+    ) -> PrepResult {
         path::validate_path(node_path).map_err(|_| ErrorCode::BadArguments)?;
         let acl = fixup_acl(acl, ctx.auth_ids)?;
         let mut node = self.record(tree, node_path)?;
@@ -234,16 +354,29 @@ impl Prep {
         node.zxid = ctx.zxid;
         node.acl = acl.clone().into();
         self.pending.add(node_path, node, undo);
-        Ok(TxnBody::SetAcl(SetAclTxn { path: node_path.to_string(), acl, version: aversion }))
+        Ok(TxnBody::SetAcl(SetAclTxn {
+            path: node_path.to_string(),
+            acl,
+            version: aversion,
+        }))
     }
 
-    fn prep_check(&mut self, tree: &DataTree, ctx: &PrepContext<'_>, node_path: &str, version: i32) -> PrepResult {
+    fn prep_check(
+        &mut self,
+        tree: &DataTree,
+        ctx: &PrepContext<'_>,
+        node_path: &str,
+        version: i32,
+    ) -> PrepResult {
         path::validate_path(node_path).map_err(|_| ErrorCode::BadArguments)?;
         let node = self.record(tree, node_path)?;
         check_acl(&node.acl, perms::READ, ctx.auth_ids)?;
         let stat = node.stat.as_ref().ok_or(ErrorCode::NoNode)?;
         let version = check_version(stat.version, version)?;
-        Ok(TxnBody::Check(CheckVersionTxn { path: node_path.to_string(), version }))
+        Ok(TxnBody::Check(CheckVersionTxn {
+            path: node_path.to_string(),
+            version,
+        }))
     }
 
     /// Every op shares the multi's zxid. After the first failure the remaining ops become
@@ -254,7 +387,9 @@ impl Prep {
         let mut parts = Vec::with_capacity(ops.len());
         for op in ops {
             if failed {
-                parts.push(TxnBody::Error(ErrorTxn { err: ErrorCode::RuntimeInconsistency.code() }));
+                parts.push(TxnBody::Error(ErrorTxn {
+                    err: ErrorCode::RuntimeInconsistency.code(),
+                }));
                 continue;
             }
             let request = multi_op_as_request(op);
@@ -278,7 +413,11 @@ impl Prep {
             .cloned()
             .collect();
         for (p, record) in self.pending.records() {
-            if record.stat.as_ref().is_some_and(|s| s.ephemeral_owner == ctx.session_id) {
+            if record
+                .stat
+                .as_ref()
+                .is_some_and(|s| s.ephemeral_owner == ctx.session_id)
+            {
                 paths.insert(p.clone());
             }
         }
@@ -288,12 +427,20 @@ impl Prep {
                 self.record_delete(ctx.zxid, parent_path, parent, p, None);
             }
         }
-        TxnBody::CloseSession(CloseSessionTxn { paths_to_delete: paths.into_iter().collect() })
+        TxnBody::CloseSession(CloseSessionTxn {
+            paths_to_delete: paths.into_iter().collect(),
+        })
     }
 }
 
 fn header(ctx: &PrepContext<'_>, op_type: i32) -> TxnHeader {
-    TxnHeader { client_id: ctx.session_id, cxid: ctx.cxid, zxid: ctx.zxid, time: ctx.time_ms, op_type }
+    TxnHeader {
+        client_id: ctx.session_id,
+        cxid: ctx.cxid,
+        zxid: ctx.zxid,
+        time: ctx.time_ms,
+        op_type,
+    }
 }
 
 /// `checkAndIncVersion`: −1 matches any version; returns the next version.
@@ -319,18 +466,39 @@ fn create_body(
     let data = req.data.clone();
     match op {
         OpCode::CreateContainer => (
-            TxnBody::CreateContainer(CreateContainerTxn { path, data, acl, parent_cversion }),
+            TxnBody::CreateContainer(CreateContainerTxn {
+                path,
+                data,
+                acl,
+                parent_cversion,
+            }),
             CONTAINER_EPHEMERAL_OWNER,
         ),
         OpCode::CreateTtl => (
-            TxnBody::CreateTtl(CreateTtlTxn { path, data, acl, parent_cversion, ttl }),
+            TxnBody::CreateTtl(CreateTtlTxn {
+                path,
+                data,
+                acl,
+                parent_cversion,
+                ttl,
+            }),
             NodeKind::ttl_owner(ttl),
         ),
         _ => {
             let ephemeral = mode.is_ephemeral();
-            let txn = CreateTxn { path, data, acl, ephemeral, parent_cversion };
+            let txn = CreateTxn {
+                path,
+                data,
+                acl,
+                ephemeral,
+                parent_cversion,
+            };
             let owner = if ephemeral { session_id } else { 0 };
-            let body = if op == OpCode::Create2 { TxnBody::Create2(txn) } else { TxnBody::Create(txn) };
+            let body = if op == OpCode::Create2 {
+                TxnBody::Create2(txn)
+            } else {
+                TxnBody::Create(txn)
+            };
             (body, owner)
         }
     }
@@ -338,7 +506,10 @@ fn create_body(
 
 fn multi_op_as_request(op: &MultiOp) -> Request {
     match op {
-        MultiOp::Create { op, req } => Request::Create { op: *op, req: req.clone() },
+        MultiOp::Create { op, req } => Request::Create {
+            op: *op,
+            req: req.clone(),
+        },
         MultiOp::CreateTtl(r) => Request::CreateTtl(r.clone()),
         MultiOp::Delete(r) => Request::Delete(r.clone()),
         MultiOp::SetData(r) => Request::SetData(r.clone()),

@@ -35,8 +35,9 @@ pub enum ConfigError {
         reason: String,
     },
     /// A value is well-formed on its own but not acceptable here (min above max, observers
-    /// without a quorum, a ZooKeeper feature meerkat refuses to ignore silently).
-    #[error("{origin}:{line}: {key}: {message}")]
+    /// without a quorum, a ZooKeeper feature meerkat refuses to ignore silently). The message
+    /// starts with the key or names it.
+    #[error("{origin}:{line}: {message}")]
     Rejected {
         origin: String,
         line: usize,

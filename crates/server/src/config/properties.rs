@@ -284,7 +284,10 @@ mod tests {
     #[test]
     fn escapes_in_keys_and_values() {
         let text = r"we\=ird\:key\ x=tab\there\u0041\q\\";
-        assert_eq!(pairs(text), vec![pair("we=ird:key x", "tab\there\u{41}q\\", 1)]);
+        assert_eq!(
+            pairs(text),
+            vec![pair("we=ird:key x", "tab\there\u{41}q\\", 1)]
+        );
     }
 
     #[test]

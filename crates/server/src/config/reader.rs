@@ -97,18 +97,25 @@ impl<'a> Reader<'a> {
     fn adjust(&mut self, setting: Setting, entry: &RawEntry) {
         let config = &mut self.config;
         let message = match setting {
-            Setting::SnapRetainCount if config.autopurge_snap_retain_count < SNAP_RETAIN_COUNT_MIN => {
+            Setting::SnapRetainCount
+                if config.autopurge_snap_retain_count < SNAP_RETAIN_COUNT_MIN =>
+            {
                 config.autopurge_snap_retain_count = SNAP_RETAIN_COUNT_MIN;
-                format!("{} is below the minimum; using {SNAP_RETAIN_COUNT_MIN}", entry.value)
+                format!(
+                    "{} is below the minimum; using {SNAP_RETAIN_COUNT_MIN}",
+                    entry.value
+                )
             }
             Setting::SnapCount if config.snap_count < SNAP_COUNT_MIN => {
                 config.snap_count = SNAP_COUNT_MIN;
-                format!("{} is below the minimum; using {SNAP_COUNT_MIN}", entry.value)
+                format!(
+                    "{} is below the minimum; using {SNAP_COUNT_MIN}",
+                    entry.value
+                )
             }
-            Setting::DataDir | Setting::DataLogDir if is_unmarked_relative(&entry.value) => format!(
-                "{:?} is relative to the working directory; write ./{} to show that is intended",
-                entry.value, entry.value
-            ),
+            Setting::DataDir | Setting::DataLogDir if is_unmarked_relative(&entry.value) => {
+                relative_path_hint(&entry.value)
+            }
             _ => return,
         };
         self.warn(entry.line, &entry.key, WarningKind::Notice { message });
@@ -144,7 +151,10 @@ impl<'a> Reader<'a> {
 
     fn read_server(&mut self, id_text: &str, entry: &RawEntry) -> Result<(), ConfigError> {
         let Ok(id) = id_text.parse::<u64>() else {
-            let message = format!("{}: the server id must be a non-negative integer", entry.key);
+            let message = format!(
+                "{}: the server id must be a non-negative integer",
+                entry.key
+            );
             return Err(self.rejected(entry.line, &entry.key, message));
         };
         let server = ServerLine::parse(id, &entry.value, entry.line).map_err(|reason| {
@@ -156,7 +166,11 @@ impl<'a> Reader<'a> {
             Some(index) => {
                 let previous_line = servers[index].line;
                 servers[index] = server;
-                self.warn(entry.line, &entry.key, WarningKind::Duplicate { previous_line });
+                self.warn(
+                    entry.line,
+                    &entry.key,
+                    WarningKind::Duplicate { previous_line },
+                );
             }
         }
         Ok(())
@@ -180,7 +194,8 @@ impl<'a> Reader<'a> {
 
     fn finish_session_timeouts(&mut self) -> Result<(), ConfigError> {
         let tick = u64::from(self.config.tick_time_ms);
-        let derived = |ticks: u64| u32::try_from((tick * ticks).min(JAVA_INT_MAX)).unwrap_or(u32::MAX);
+        let derived =
+            |ticks: u64| u32::try_from((tick * ticks).min(JAVA_INT_MAX)).unwrap_or(u32::MAX);
         let min = self
             .min_session_timeout
             .map_or_else(|| derived(MIN_SESSION_TIMEOUT_TICKS), |(ms, _)| ms);
@@ -190,10 +205,16 @@ impl<'a> Reader<'a> {
         if min > max {
             // Point at whichever explicit bound comes last: reading down, it made the conflict.
             let explicit = [
-                self.min_session_timeout.map(|(_, line)| (line, "minSessionTimeout")),
-                self.max_session_timeout.map(|(_, line)| (line, "maxSessionTimeout")),
+                self.min_session_timeout
+                    .map(|(_, line)| (line, "minSessionTimeout")),
+                self.max_session_timeout
+                    .map(|(_, line)| (line, "maxSessionTimeout")),
             ];
-            let (line, key) = explicit.into_iter().flatten().max().unwrap_or((0, "minSessionTimeout"));
+            let (line, key) = explicit
+                .into_iter()
+                .flatten()
+                .max()
+                .unwrap_or((0, "minSessionTimeout"));
             let message = format!(
                 "minSessionTimeout ({min} ms) must not be larger than maxSessionTimeout ({max} ms)"
             );
@@ -220,13 +241,15 @@ impl<'a> Reader<'a> {
             return Ok(());
         };
         let (line, key) = (first.line, format!("server.{}", first.id));
-        let message = match participant_count {
-            1 => "only one server is listed; meerkat runs standalone, as ZooKeeper does",
-            2 => "2 participants tolerate no failure; use at least 3",
-            even if even % 2 == 0 => "an even number of participants tolerates no more failures than one fewer",
-            _ => "",
+        let notice = match participant_count {
+            1 => Some("only one server is listed; meerkat runs standalone, as ZooKeeper does"),
+            2 => Some("2 participants tolerate no failure; use at least 3"),
+            count if count % 2 == 0 => {
+                Some("an even number of participants tolerates no more failures than one fewer")
+            }
+            _ => None,
         };
-        if !message.is_empty() {
+        if let Some(message) = notice {
             let message = message.to_string();
             self.warn(line, &key, WarningKind::Notice { message });
         }
@@ -251,7 +274,11 @@ impl<'a> Reader<'a> {
     /// Records where `name` was first set; warns when it is set again (the last value wins).
     fn note_duplicate(&mut self, name: &'static str, entry: &RawEntry) {
         if let Some(&previous_line) = self.first_lines.get(name) {
-            self.warn(entry.line, &entry.key, WarningKind::Duplicate { previous_line });
+            self.warn(
+                entry.line,
+                &entry.key,
+                WarningKind::Duplicate { previous_line },
+            );
         } else {
             self.first_lines.insert(name, entry.line);
         }
@@ -290,7 +317,9 @@ fn assign(config: &mut ServerConfig, setting: Setting, value: &str) -> Result<()
         S::InitLimit => config.init_limit = Some(values::positive_int(value)?),
         S::SyncLimit => config.sync_limit = Some(values::positive_int(value)?),
         S::SnapRetainCount => config.autopurge_snap_retain_count = values::non_negative_int(value)?,
-        S::PurgeInterval => config.autopurge_purge_interval_hours = values::non_negative_int(value)?,
+        S::PurgeInterval => {
+            config.autopurge_purge_interval_hours = values::non_negative_int(value)?
+        }
         S::GlobalOutstandingLimit => config.global_outstanding_limit = values::positive_int(value)?,
         S::JuteMaxBuffer => config.jute_max_buffer = values::positive_int(value)?,
         S::Whitelist => config.four_letter_words = FourLetterWhitelist::parse(value),
@@ -322,6 +351,12 @@ fn same_value(value: &str, meerkat: &str) -> bool {
         (Ok(left), Ok(right)) => left == right,
         _ => false,
     }
+}
+
+fn relative_path_hint(path: &str) -> String {
+    format!(
+        "{path:?} is relative to the working directory; write ./{path} to show that is intended"
+    )
 }
 
 /// ZooKeeper warns about relative data directories unless they start with `./`.

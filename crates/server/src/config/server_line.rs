@@ -60,7 +60,11 @@ pub struct ServerLine {
 }
 
 impl ServerLine {
-    /// Parses the value of `server.<id>`; the error is the reason, for a `ConfigError`.
+    /// Parses the value of `server.<id>` found on `line`.
+    ///
+    /// # Errors
+    ///
+    /// The reason the value is malformed, as text for a [`super::ConfigError`].
     pub fn parse(id: u64, value: &str, line: usize) -> Result<Self, String> {
         let parts = java_split(value.trim(), ';');
         let (server_part, client_part) = match parts.as_slice() {
@@ -273,7 +277,10 @@ mod tests {
     #[test]
     fn trailing_separators_are_ignored_like_java_split() {
         assert_eq!(parse("h:1:2;").expect("valid").client, None);
-        assert_eq!(parse("h:1:2:").expect("valid").role, ServerRole::Participant);
+        assert_eq!(
+            parse("h:1:2:").expect("valid").role,
+            ServerRole::Participant
+        );
     }
 
     #[test]

@@ -109,9 +109,10 @@ pub(super) fn ip_address(value: &str) -> Result<IpAddr, String> {
         .strip_prefix('[')
         .and_then(|inner| inner.strip_suffix(']'))
         .unwrap_or(value);
-    literal
-        .parse()
-        .map_err(|_| "expected an IP address such as 0.0.0.0, 127.0.0.1 or ::1 (host names are not resolved)".to_string())
+    literal.parse().map_err(|_| {
+        "expected an IP address such as 0.0.0.0, 127.0.0.1 or ::1 (host names are not resolved)"
+            .to_string()
+    })
 }
 
 /// A directory; must not be empty.
@@ -143,14 +144,27 @@ mod tests {
         assert_eq!(positive_int("+7"), Ok(7));
         assert_eq!(positive_int("2147483647"), Ok(i32::MAX as u32));
         for bad in [
-            "", " 1", "1 ", "0", "-1", "1.5", "1e3", "0x10", "1_000", "2147483648", "abc",
+            "",
+            " 1",
+            "1 ",
+            "0",
+            "-1",
+            "1.5",
+            "1e3",
+            "0x10",
+            "1_000",
+            "2147483648",
+            "abc",
         ] {
             assert!(positive_int(bad).is_err(), "{bad:?}");
         }
         assert_eq!(non_negative_int("0"), Ok(0));
         assert_eq!(non_negative_int("-0"), Ok(0));
         assert!(non_negative_int("-1").is_err());
-        assert_eq!(non_negative_long("9223372036854775807", JAVA_LONG_MAX), Ok(JAVA_LONG_MAX));
+        assert_eq!(
+            non_negative_long("9223372036854775807", JAVA_LONG_MAX),
+            Ok(JAVA_LONG_MAX)
+        );
         assert!(non_negative_long("9223372036854775808", JAVA_LONG_MAX).is_err());
         assert!(non_negative_long("99999999999999999999999999999999999999999", 5).is_err());
     }

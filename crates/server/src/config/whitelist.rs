@@ -29,7 +29,8 @@ impl FourLetterWhitelist {
         let mut whitelist = Self::default();
         for item in items {
             if item == "*" {
-                whitelist.all = true;
+                // Like ZooKeeper, `*` anywhere in the list means every command.
+                return Self::all();
             } else {
                 whitelist.commands.insert(item.to_string());
             }
@@ -104,7 +105,10 @@ mod tests {
         assert!(whitelist.allows("wchp"));
         assert!(whitelist.allows_all());
         assert_eq!(whitelist.to_string(), "*");
-        assert_eq!(FourLetterWhitelist::parse(" ruok , * "), FourLetterWhitelist::all());
+        assert_eq!(
+            FourLetterWhitelist::parse(" ruok , * "),
+            FourLetterWhitelist::all()
+        );
     }
 
     #[test]

@@ -1,0 +1,191 @@
+//! Server configuration: the embedded default, or a `zoo.cfg` read as Apache ZooKeeper 3.9 reads
+//! it, so an existing ZooKeeper configuration file starts meerkat unchanged.
+//!
+//! # What is read, and how it matches ZooKeeper
+//!
+//! * **Syntax** is `java.util.Properties` ([`properties`]): `key=value`, `key: value` or
+//!   `key value`; `#`/`!` comment lines (no end-of-line comments); backslash continuation and
+//!   escapes. Keys and values are trimmed as ZooKeeper trims them. Duplicate keys: the last
+//!   value wins, as in a `Properties` table, with a warning.
+//! * **Keys** ([`keys`]): the ones `QuorumPeerConfig.parseProperties` handles (tickTime,
+//!   dataDir, clientPort, session timeouts, initLimit, server.N, autopurge.*, ...) and the ones
+//!   ZooKeeper reads as `zookeeper.<key>` system properties (snapCount, forceSync, preAllocSize,
+//!   globalOutstandingLimit, 4lw.commands.whitelist, jute.maxbuffer, ...). The latter are also
+//!   accepted with their `zookeeper.` prefix. [`HELP`] lists them all with defaults.
+//! * **Derived values** are computed after the whole file is read, as ZooKeeper does: session
+//!   timeout bounds default to 2 and 20 ticks even when `tickTime` comes after them, and
+//!   `dataLogDir` defaults to `dataDir`.
+//! * **Errors** ([`ConfigError`]) name the file, line and key: a value that is not a number, a
+//!   negative where none is allowed, a port outside 1-65535, min above max session timeout, an
+//!   unparsable `server.N` line, a missing `dataDir`. meerkat is stricter than ZooKeeper where
+//!   ZooKeeper silently falls back to a default on garbage (`snapCount=abc`, `forceSync=NO`).
+//! * **Warnings** ([`ConfigWarning`]) do not stop the server: unknown keys (ZooKeeper would set an
+//!   unused system property), ZooKeeper keys meerkat does not implement yet (TLS, SASL, admin
+//!   server, metrics providers, ...; quiet when the value is what meerkat does anyway), values
+//!   ZooKeeper also adjusts (`autopurge.snapRetainCount` below 3), duplicates. The caller
+//!   displays them.
+//! * **Refused** ZooKeeper features, because ignoring them would run a different ensemble than
+//!   the file describes: `dynamicConfigFile`, hierarchical quorums (`group.x`, `weight.x`),
+//!   multiple addresses per server (`|`).
+//!
+//! Deliberate differences beyond strictness: `clientPort` defaults to 2181 (ZooKeeper requires
+//! it or a client port in the server's own `server.N` line); `clientPortAddress` and `server.N`
+//! hosts are not resolved (IP literals or `localhost` only for the former); `jute.maxbuffer` and
+//! `znode.container.*` work from zoo.cfg, where ZooKeeper only honours them as JVM flags;
+//! the four-letter-word whitelist also splits on whitespace.
+
+mod error;
+mod help;
+mod keys;
+mod properties;
+mod reader;
+mod server_line;
+mod values;
+mod whitelist;
+
+use std::net::{IpAddr, Ipv4Addr, SocketAddr};
+use std::path::{Path, PathBuf};
+
+pub use error::{ConfigError, ConfigWarning, WarningKind};
+pub use help::HELP;
+pub use keys::is_sensitive_key;
+pub use server_line::{HostPort, ServerLine, ServerRole};
+pub use whitelist::FourLetterWhitelist;
+
+/// ZooKeeper's code default (`ZooKeeperServer.DEFAULT_TICK_TIME`); the sample zoo.cfg says 2000.
+pub const DEFAULT_TICK_TIME_MS: u32 = 3000;
+pub const DEFAULT_CLIENT_PORT: u16 = 2181;
+pub const DEFAULT_DATA_DIR: &str = "./meerkat-data";
+pub const DEFAULT_MAX_CLIENT_CNXNS: u32 = 60;
+pub const DEFAULT_GLOBAL_OUTSTANDING_LIMIT: u32 = 1000;
+/// Just under 1 MiB, as in ZooKeeper.
+pub const DEFAULT_JUTE_MAX_BUFFER: u32 = 0xfffff;
+pub const DEFAULT_CONTAINER_CHECK_INTERVAL_MS: u64 = 60_000;
+pub const DEFAULT_CONTAINER_MAX_PER_MINUTE: u32 = 10_000;
+pub const DEFAULT_SNAP_COUNT: u64 = 100_000;
+pub const DEFAULT_PRE_ALLOC_SIZE_KB: u64 = 65_536;
+pub const DEFAULT_FSYNC_WARNING_THRESHOLD_MS: u64 = 1000;
+pub const DEFAULT_AUTOPURGE_SNAP_RETAIN_COUNT: u32 = 3;
+
+/// Everything the server needs from its configuration.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ServerConfig {
+    pub tick_time_ms: u32,
+    pub client_port: u16,
+    /// 127.0.0.1 for the embedded default; 0.0.0.0 for a zoo.cfg without `clientPortAddress`.
+    pub client_port_address: IpAddr,
+    pub data_dir: PathBuf,
+    pub data_log_dir: PathBuf,
+    /// Per client IP; 0 = unlimited.
+    pub max_client_cnxns: u32,
+    pub min_session_timeout_ms: u32,
+    pub max_session_timeout_ms: u32,
+    pub global_outstanding_limit: u32,
+    pub jute_max_buffer: u32,
+    pub four_letter_words: FourLetterWhitelist,
+    /// TTL znodes allowed.
+    pub extended_types_enabled: bool,
+    /// `DigestAuthenticationProvider.superDigest`: `super:base64(sha1(super:password))`.
+    pub super_digest: Option<String>,
+    pub container_check_interval_ms: u64,
+    pub container_max_per_minute: u32,
+    pub snap_count: u64,
+    pub force_sync: bool,
+    pub pre_alloc_size_kb: u64,
+    pub fsync_warning_threshold_ms: u64,
+    /// At least 3.
+    pub autopurge_snap_retain_count: u32,
+    /// 0 = never purge.
+    pub autopurge_purge_interval_hours: u32,
+    /// In ticks; required once two or more participants are listed.
+    pub init_limit: Option<u32>,
+    pub sync_limit: Option<u32>,
+    /// The `server.N` lines, sorted by id.
+    pub servers: Vec<ServerLine>,
+    /// Every key=value as read, in file order, for the `conf` four-letter word. Check
+    /// [`is_sensitive_key`] before echoing a value.
+    pub entries: Vec<(String, String)>,
+    /// For the caller to display; none of them stopped the server.
+    pub warnings: Vec<ConfigWarning>,
+}
+
+impl ServerConfig {
+    /// Standalone on 127.0.0.1:2181 with data in `./meerkat-data`; ZooKeeper's defaults otherwise.
+    pub fn embedded_default() -> Self {
+        let data_dir = PathBuf::from(DEFAULT_DATA_DIR);
+        Self {
+            tick_time_ms: DEFAULT_TICK_TIME_MS,
+            client_port: DEFAULT_CLIENT_PORT,
+            client_port_address: IpAddr::V4(Ipv4Addr::LOCALHOST),
+            data_log_dir: data_dir.clone(),
+            data_dir,
+            max_client_cnxns: DEFAULT_MAX_CLIENT_CNXNS,
+            min_session_timeout_ms: 2 * DEFAULT_TICK_TIME_MS,
+            max_session_timeout_ms: 20 * DEFAULT_TICK_TIME_MS,
+            global_outstanding_limit: DEFAULT_GLOBAL_OUTSTANDING_LIMIT,
+            jute_max_buffer: DEFAULT_JUTE_MAX_BUFFER,
+            four_letter_words: FourLetterWhitelist::default(),
+            extended_types_enabled: false,
+            super_digest: None,
+            container_check_interval_ms: DEFAULT_CONTAINER_CHECK_INTERVAL_MS,
+            container_max_per_minute: DEFAULT_CONTAINER_MAX_PER_MINUTE,
+            snap_count: DEFAULT_SNAP_COUNT,
+            force_sync: true,
+            pre_alloc_size_kb: DEFAULT_PRE_ALLOC_SIZE_KB,
+            fsync_warning_threshold_ms: DEFAULT_FSYNC_WARNING_THRESHOLD_MS,
+            autopurge_snap_retain_count: DEFAULT_AUTOPURGE_SNAP_RETAIN_COUNT,
+            autopurge_purge_interval_hours: 0,
+            init_limit: None,
+            sync_limit: None,
+            servers: Vec::new(),
+            entries: Vec::new(),
+            warnings: Vec::new(),
+        }
+    }
+
+    /// Reads a zoo.cfg. Messages name the file as `path` displays.
+    ///
+    /// # Errors
+    ///
+    /// [`ConfigError::Io`] when the file cannot be read; otherwise as [`ServerConfig::parse`].
+    pub fn from_file(path: &Path) -> Result<Self, ConfigError> {
+        let origin = path.display().to_string();
+        let bytes = std::fs::read(path).map_err(|source| ConfigError::Io {
+            origin: origin.clone(),
+            source,
+        })?;
+        Self::parse(&decode(bytes), &origin)
+    }
+
+    /// Parses zoo.cfg text; `origin` names it in errors and warnings.
+    ///
+    /// # Errors
+    ///
+    /// A [`ConfigError`] naming `origin`, the line and the key for broken syntax, an invalid or
+    /// conflicting value, a refused feature, or a missing required key (`dataDir`; `initLimit`
+    /// and `syncLimit` once two or more participants are listed).
+    pub fn parse(text: &str, origin: &str) -> Result<Self, ConfigError> {
+        // A byte-order mark (Windows editors) would otherwise stick to the first key.
+        let text = text.strip_prefix('\u{feff}').unwrap_or(text);
+        let entries = properties::read_entries(text).map_err(|error| ConfigError::Syntax {
+            origin: origin.to_string(),
+            line: error.line,
+            message: error.message,
+        })?;
+        reader::build(entries, origin)
+    }
+
+    /// Where the client listener binds.
+    pub fn client_address(&self) -> SocketAddr {
+        SocketAddr::new(self.client_port_address, self.client_port)
+    }
+}
+
+/// UTF-8 when valid; otherwise ISO-8859-1, the encoding `Properties.load(InputStream)` assumes.
+fn decode(bytes: Vec<u8>) -> String {
+    String::from_utf8(bytes)
+        .unwrap_or_else(|error| error.into_bytes().into_iter().map(char::from).collect())
+}
+
+#[cfg(test)]
+mod tests;

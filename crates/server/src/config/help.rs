@@ -1,0 +1,57 @@
+//! The zoo.cfg reference printed by `meerkat server --help`.
+
+/// Every key meerkat reads, its default and meaning, and how other keys are treated.
+pub const HELP: &str = "\
+CONFIGURATION FILE (zoo.cfg, read as Apache ZooKeeper 3.9 reads it)
+
+Syntax: Java properties. One key=value (or key: value) per line. Lines starting
+with # or ! are comments; there are no end-of-line comments. A trailing \\
+continues a line. Keys are case-sensitive; if a key appears twice the last value
+wins (with a warning).
+
+Without a file, meerkat runs standalone on 127.0.0.1:2181 with dataDir
+./meerkat-data and the defaults below. With a file, dataDir is required and the
+client port listens on all interfaces unless clientPortAddress says otherwise.
+
+KEY                              DEFAULT        MEANING
+dataDir=DIR                      (required)     snapshots, and the transaction log unless dataLogDir is set
+dataLogDir=DIR                   dataDir        transaction log directory (ideally its own device)
+clientPort=PORT                  2181           port clients connect to
+clientPortAddress=IP             0.0.0.0        address to listen on (127.0.0.1 without a file)
+tickTime=MS                      3000           basic time unit; limits below are counted in ticks
+minSessionTimeout=MS             2*tickTime     smallest session timeout granted; -1 = default
+maxSessionTimeout=MS             20*tickTime    largest session timeout granted; -1 = default
+maxClientCnxns=N                 60             concurrent connections per client IP; 0 = no limit
+initLimit=TICKS                  (none)         time for a follower to connect and sync; required with 2+ participants
+syncLimit=TICKS                  (none)         how far a follower may lag; required with 2+ participants
+server.N=HOST:QUORUM_PORT:ELECTION_PORT[:participant|observer][;[HOST:]CLIENT_PORT]
+                                 (none)         ensemble member N (N is in that server's dataDir/myid)
+autopurge.snapRetainCount=N      3              snapshots kept by the purge task; at least 3
+autopurge.purgeInterval=HOURS    0              hours between purges; 0 = never purge
+snapCount=N                    * 100000         transactions between snapshots, randomised per server in [N/2+1, N]
+forceSync=yes|no               * yes            fsync the log before acknowledging; no risks losing acknowledged writes
+preAllocSize=KB                * 65536          transaction log files grow in blocks of this size; 0 = no preallocation
+fsync.warningthresholdms=MS    * 1000           log a warning when an fsync takes longer
+globalOutstandingLimit=N       * 1000           requests in flight before the server stops reading sockets
+jute.maxbuffer=BYTES           * 1048575        largest request, response or znode data accepted
+4lw.commands.whitelist=LIST    * srvr           four-letter words answered: comma or space separated, * = all;
+                                                srvr is always on; names are case-sensitive
+extendedTypesEnabled=BOOL      * false          allow TTL znodes
+DigestAuthenticationProvider.superDigest=USER:DIGEST
+                               * (unset)        the super user (digest auth) who bypasses ACLs
+znode.container.checkIntervalMs=MS
+                               * 60000          interval between container and TTL znode cleanup passes
+znode.container.maxPerMinute=N * 10000          most container and TTL znodes deleted per minute
+
+* may also be spelled with a zookeeper. prefix (the Java system property name),
+  e.g. zookeeper.snapCount or zookeeper.jute.maxbuffer.
+
+OTHER ZOOKEEPER KEYS
+Other ZooKeeper 3.9 keys (secureClientPort, ssl.*, admin.*, authProvider.*,
+metricsProvider.*, quorum.auth.*, standaloneEnabled, reconfigEnabled, skipACL,
+...) are accepted and ignored with a warning; no warning when the value is what
+meerkat does anyway (e.g. standaloneEnabled=true, electionAlg=3). Their values
+are still checked where ZooKeeper checks them (booleans, integers, electionAlg,
+peerType). dynamicConfigFile and group.x/weight.x (hierarchical quorums) are
+refused. Unknown keys produce a warning naming the key and line.
+";

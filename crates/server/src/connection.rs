@@ -1,0 +1,309 @@
+//! One client connection: a reader that frames and decodes requests and hands them to the core,
+//! and a writer that batches the core's replies into few socket writes.
+//!
+//! Flow control: a request is read only when the connection has fewer than
+//! [`CONNECTION_REQUESTS_IN_FLIGHT_MAX`] unanswered requests and the server fewer than
+//! `globalOutstandingLimit`; otherwise the reader stops reading the socket and TCP pushes back on
+//! the client. Nothing is dropped silently.
+//!
+//! Closing: the core queues [`Outbound::Close`] after a last reply (the writer flushes, then
+//! ends the connection) or calls [`ConnHandle::abort`] for a client that does not read.
+
+use crate::core::CoreMsg;
+use crate::four_letter;
+use crate::limits::*;
+use crate::watch_manager::ConnId;
+use proto::frame::{parse_frame, FrameError};
+use proto::jute::{Reader, Record};
+use proto::request::Request;
+use proto::{ConnectRequest, RequestHeader};
+use std::net::SocketAddr;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::Arc;
+use std::time::Instant;
+use tokio::io::{AsyncReadExt, AsyncWriteExt};
+use tokio::net::tcp::{OwnedReadHalf, OwnedWriteHalf};
+use tokio::net::TcpStream;
+use tokio::sync::{mpsc, Semaphore};
+use tokio_util::sync::CancellationToken;
+
+/// What the core sends a connection.
+#[derive(Debug)]
+pub enum Outbound {
+    /// An encoded frame; `is_reply` frames answer a request and free an in-flight slot.
+    Frame { bytes: Vec<u8>, is_reply: bool },
+    /// Flush what is queued, then close.
+    Close,
+}
+
+/// The core's handle on a connection's outbound queue.
+#[derive(Debug, Clone)]
+pub struct ConnHandle {
+    tx: mpsc::UnboundedSender<Outbound>,
+    queued_bytes: Arc<AtomicUsize>,
+    cancel: CancellationToken,
+}
+
+impl ConnHandle {
+    /// Queues a frame; false when the client already has too many bytes waiting (the caller
+    /// then closes the connection). The queue is bounded in bytes, not in messages.
+    pub fn send(&self, item: Outbound) -> bool {
+        if let Outbound::Frame { bytes, .. } = &item {
+            let queued = self.queued_bytes.fetch_add(bytes.len(), Ordering::Relaxed) + bytes.len();
+            if queued > CONNECTION_OUTBOUND_BYTES_MAX {
+                self.abort();
+                return false;
+            }
+        }
+        self.tx.send(item).is_ok()
+    }
+
+    /// Closes the connection at once, without flushing.
+    pub fn abort(&self) {
+        self.cancel.cancel();
+    }
+}
+
+/// What every connection shares.
+pub struct Shared {
+    pub core_tx: mpsc::Sender<CoreMsg>,
+    pub global_permits: Arc<Semaphore>,
+    pub jute_max_buffer: usize,
+    pub four_letter_words: crate::config::FourLetterWhitelist,
+}
+
+/// Serves one accepted socket until it closes.
+pub async fn serve(stream: TcpStream, peer: SocketAddr, conn: ConnId, shared: Arc<Shared>) {
+    let _ = stream.set_nodelay(true);
+    let (mut rd, wr) = stream.into_split();
+    let mut buf = Vec::with_capacity(4096);
+    if read_at_least(&mut rd, &mut buf, 4).await.is_err() {
+        return;
+    }
+    if let Some(cmd) = four_letter::command_in(&buf[..4]) {
+        four_letter::serve(cmd, wr, &shared).await;
+        return;
+    }
+    let cancel = CancellationToken::new();
+    let outstanding = Arc::new(AtomicUsize::new(0));
+    let (tx, rx) = mpsc::unbounded_channel();
+    let queued_bytes = Arc::new(AtomicUsize::new(0));
+    let handle = ConnHandle {
+        tx,
+        queued_bytes: queued_bytes.clone(),
+        cancel: cancel.clone(),
+    };
+    let inflight = Arc::new(Semaphore::new(CONNECTION_REQUESTS_IN_FLIGHT_MAX));
+    let writer = tokio::spawn(write_loop(
+        wr,
+        rx,
+        queued_bytes,
+        inflight.clone(),
+        shared.global_permits.clone(),
+        outstanding.clone(),
+        cancel.clone(),
+    ));
+    let reading = ReadLoop {
+        rd,
+        buf,
+        conn,
+        peer,
+        shared: shared.clone(),
+        inflight,
+        outstanding: outstanding.clone(),
+        cancel: cancel.clone(),
+    };
+    match reading.run(handle).await {
+        Ok(()) => tracing::debug!(conn, %peer, "connection closed"),
+        Err(reason) => tracing::info!(conn, %peer, %reason, "closing connection"),
+    }
+    let _ = shared.core_tx.send(CoreMsg::Closed { conn }).await;
+    cancel.cancel();
+    let _ = writer.await;
+    // Requests that never got a reply give their global slots back.
+    shared
+        .global_permits
+        .add_permits(outstanding.swap(0, Ordering::AcqRel));
+}
+
+async fn read_at_least(rd: &mut OwnedReadHalf, buf: &mut Vec<u8>, n: usize) -> std::io::Result<()> {
+    while buf.len() < n {
+        if rd.read_buf(buf).await? == 0 {
+            return Err(std::io::ErrorKind::UnexpectedEof.into());
+        }
+    }
+    Ok(())
+}
+
+struct ReadLoop {
+    rd: OwnedReadHalf,
+    buf: Vec<u8>,
+    conn: ConnId,
+    peer: SocketAddr,
+    shared: Arc<Shared>,
+    inflight: Arc<Semaphore>,
+    outstanding: Arc<AtomicUsize>,
+    cancel: CancellationToken,
+}
+
+/// Why a connection ended, for the log line.
+#[derive(Debug, thiserror::Error)]
+enum CloseReason {
+    #[error("client closed the connection")]
+    Eof,
+    #[error("server closed the connection")]
+    Cancelled,
+    #[error("socket error: {0}")]
+    Io(#[from] std::io::Error),
+    #[error("Len error: {0}")]
+    Frame(#[from] FrameError),
+    #[error("malformed {what}: {detail}")]
+    Malformed { what: &'static str, detail: String },
+    #[error("server is shutting down")]
+    CoreGone,
+}
+
+impl ReadLoop {
+    async fn run(mut self, handle: ConnHandle) -> Result<(), CloseReason> {
+        let connect = self.next_frame().await?;
+        let request = ConnectRequest::decode(&mut Reader::new(&connect)).map_err(|e| {
+            CloseReason::Malformed {
+                what: "connect request",
+                detail: e.to_string(),
+            }
+        })?;
+        let msg = CoreMsg::Connect {
+            conn: self.conn,
+            handle,
+            peer: self.peer,
+            request,
+        };
+        self.shared
+            .core_tx
+            .send(msg)
+            .await
+            .map_err(|_| CloseReason::CoreGone)?;
+        loop {
+            let frame = match self.next_frame().await {
+                Err(CloseReason::Eof | CloseReason::Cancelled) => return Ok(()),
+                other => other?,
+            };
+            self.forward(&frame).await?;
+        }
+    }
+
+    /// Reads until a whole frame is buffered, then removes and returns its payload.
+    async fn next_frame(&mut self) -> Result<Vec<u8>, CloseReason> {
+        loop {
+            if let Some(range) = parse_frame(&self.buf, self.shared.jute_max_buffer)? {
+                let payload = self.buf[range.clone()].to_vec();
+                self.buf.drain(..range.end);
+                return Ok(payload);
+            }
+            if self.buf.capacity() - self.buf.len() < 4096 {
+                self.buf
+                    .reserve(READ_CHUNK_BYTES.min(self.shared.jute_max_buffer + 4));
+            }
+            let n = tokio::select! {
+                n = self.rd.read_buf(&mut self.buf) => n?,
+                _ = self.cancel.cancelled() => return Err(CloseReason::Cancelled),
+            };
+            if n == 0 {
+                return Err(CloseReason::Eof);
+            }
+        }
+    }
+
+    /// Decodes one request and hands it to the core once flow control allows.
+    async fn forward(&mut self, frame: &[u8]) -> Result<(), CloseReason> {
+        let mut r = Reader::new(frame);
+        let header = RequestHeader::decode(&mut r).map_err(|e| CloseReason::Malformed {
+            what: "request header",
+            detail: e.to_string(),
+        })?;
+        let request = Request::decode(header.op_type, r.rest());
+        let received = Instant::now();
+        tokio::select! {
+            permits = acquire_both(&self.inflight, &self.shared.global_permits) => permits?,
+            _ = self.cancel.cancelled() => return Err(CloseReason::Cancelled),
+        }
+        self.outstanding.fetch_add(1, Ordering::AcqRel);
+        let msg = CoreMsg::Request {
+            conn: self.conn,
+            xid: header.xid,
+            op_type: header.op_type,
+            request,
+            received,
+        };
+        self.shared
+            .core_tx
+            .send(msg)
+            .await
+            .map_err(|_| CloseReason::CoreGone)
+    }
+}
+
+async fn acquire_both(conn: &Semaphore, global: &Semaphore) -> Result<(), CloseReason> {
+    conn.acquire()
+        .await
+        .map_err(|_| CloseReason::CoreGone)?
+        .forget();
+    global
+        .acquire()
+        .await
+        .map_err(|_| CloseReason::CoreGone)?
+        .forget();
+    Ok(())
+}
+
+/// Writes queued frames in batches: everything already queued (up to a batch limit) goes out
+/// in one `write_all`.
+async fn write_loop(
+    mut wr: OwnedWriteHalf,
+    mut rx: mpsc::UnboundedReceiver<Outbound>,
+    queued_bytes: Arc<AtomicUsize>,
+    inflight: Arc<Semaphore>,
+    global: Arc<Semaphore>,
+    outstanding: Arc<AtomicUsize>,
+    cancel: CancellationToken,
+) {
+    let mut batch: Vec<u8> = Vec::with_capacity(WRITE_BATCH_BYTES_MAX);
+    loop {
+        let first = tokio::select! {
+            item = rx.recv() => item,
+            _ = cancel.cancelled() => None,
+        };
+        let Some(mut item) = first else { break };
+        let (mut replies, mut close) = (0usize, false);
+        loop {
+            match item {
+                Outbound::Frame { bytes, is_reply } => {
+                    batch.extend_from_slice(&bytes);
+                    replies += usize::from(is_reply);
+                }
+                Outbound::Close => close = true,
+            }
+            if close || batch.len() >= WRITE_BATCH_BYTES_MAX {
+                break;
+            }
+            match rx.try_recv() {
+                Ok(next) => item = next,
+                Err(_) => break,
+            }
+        }
+        let written = tokio::select! {
+            r = wr.write_all(&batch) => r.is_ok(),
+            _ = cancel.cancelled() => false,
+        };
+        queued_bytes.fetch_sub(batch.len(), Ordering::Relaxed);
+        batch.clear();
+        outstanding.fetch_sub(replies, Ordering::AcqRel);
+        inflight.add_permits(replies);
+        global.add_permits(replies);
+        if !written || close {
+            break;
+        }
+    }
+    let _ = wr.shutdown().await;
+    cancel.cancel();
+}

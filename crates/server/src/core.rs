@@ -1,0 +1,776 @@
+//! The server core: one task that owns the tree, sessions and watches and processes every
+//! request in arrival order (DESIGN.md §3: "applies and reads on one task").
+//!
+//! Connections decode frames and hand requests here through a bounded queue; the core answers
+//! by pushing encoded frames onto each connection's outbound queue. Watch notifications for a
+//! change are pushed before the reply that carries the change's zxid, so a client always sees
+//! the event first, and replies leave in request order because one task produces them.
+//!
+//! Writes follow prep → commit → apply. In this standalone server commit is immediate; the
+//! storage and Zab layers plug in at [`Core::commit`] without touching prep or apply.
+
+use crate::config::ServerConfig;
+use crate::connection::{ConnHandle, Outbound};
+use crate::java_random::session_password;
+use crate::replies::{connect_frame, event_frame, reply_frame, reply_frame_with};
+use crate::session_tracker::SessionTracker;
+use crate::stats::{ConnStats, ServerStats};
+use crate::watch_manager::{ConnId, Notification, WatchManager};
+use proto::multi::{MultiOp, MultiResult};
+use proto::op_code::xid;
+use proto::request::Request;
+use proto::response::Response;
+use proto::txn::Txn;
+use proto::watch::{AddWatchMode, KeeperState, WatcherType};
+use proto::*;
+use std::collections::HashMap;
+use std::net::SocketAddr;
+use std::sync::Arc;
+use std::time::Instant;
+use tree::{DataTree, Prep, PrepContext, Trigger, TxnOutcome};
+
+/// What connections tell the core.
+#[derive(Debug)]
+pub enum CoreMsg {
+    Connect {
+        conn: ConnId,
+        handle: ConnHandle,
+        peer: SocketAddr,
+        request: ConnectRequest,
+    },
+    Request {
+        conn: ConnId,
+        xid: i32,
+        op_type: i32,
+        request: Result<Request, request::RequestError>,
+        received: Instant,
+    },
+    Closed {
+        conn: ConnId,
+    },
+    FourLetter {
+        command: String,
+        reply: tokio::sync::oneshot::Sender<String>,
+    },
+}
+
+/// A client connection the core knows about.
+pub(crate) struct Conn {
+    pub handle: ConnHandle,
+    pub peer: SocketAddr,
+    pub session_id: Option<i64>,
+    pub auth_ids: Vec<Id>,
+    pub stats: ConnStats,
+    pub timeout_ms: u32,
+}
+
+/// Where a write's reply goes once its transaction is applied.
+struct ReplyTo {
+    conn: ConnId,
+    xid: i32,
+    op: OpCode,
+    received: Instant,
+    /// For multi: the op code of each sub-request, to encode create vs create2 results.
+    multi_ops: Vec<OpCode>,
+}
+
+pub struct Core {
+    pub(crate) config: Arc<ServerConfig>,
+    pub(crate) tree: DataTree,
+    prep: Prep,
+    pub(crate) sessions: SessionTracker,
+    /// Session → the connection it is attached to.
+    session_conn: HashMap<i64, ConnId>,
+    pub(crate) watches: WatchManager,
+    pub(crate) conns: HashMap<ConnId, Conn>,
+    pub(crate) stats: ServerStats,
+    last_zxid: i64,
+    started: Instant,
+    next_container_check_ms: u64,
+    pub(crate) outstanding: Arc<dyn Fn() -> usize + Send + Sync>,
+}
+
+pub(crate) fn wall_ms() -> i64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| d.as_millis() as i64)
+}
+
+impl Core {
+    pub fn new(
+        config: Arc<ServerConfig>,
+        outstanding: Arc<dyn Fn() -> usize + Send + Sync>,
+    ) -> Core {
+        let sessions = SessionTracker::new(config.tick_time_ms, 0, wall_ms());
+        Core {
+            next_container_check_ms: config.container_check_interval_ms,
+            config,
+            tree: DataTree::new(),
+            prep: Prep::default(),
+            sessions,
+            session_conn: HashMap::new(),
+            watches: WatchManager::default(),
+            conns: HashMap::new(),
+            stats: ServerStats::default(),
+            last_zxid: 0,
+            started: Instant::now(),
+            outstanding,
+        }
+    }
+
+    fn now_ms(&self) -> u64 {
+        self.started.elapsed().as_millis() as u64
+    }
+
+    pub fn last_zxid(&self) -> i64 {
+        self.tree.last_processed_zxid()
+    }
+
+    pub fn handle(&mut self, msg: CoreMsg) {
+        match msg {
+            CoreMsg::Connect {
+                conn,
+                handle,
+                peer,
+                request,
+            } => self.on_connect(conn, handle, peer, request),
+            CoreMsg::Request {
+                conn,
+                xid,
+                op_type,
+                request,
+                received,
+            } => self.on_request(conn, xid, op_type, request, received),
+            CoreMsg::Closed { conn } => self.on_closed(conn),
+            CoreMsg::FourLetter { command, reply } => {
+                let _ = reply.send(crate::four_letter::run(self, &command));
+            }
+        }
+    }
+
+    fn send(&mut self, conn: ConnId, frame: Vec<u8>, is_reply: bool) {
+        let Some(c) = self.conns.get_mut(&conn) else {
+            return;
+        };
+        if !c.handle.send(Outbound::Frame {
+            bytes: frame,
+            is_reply,
+        }) {
+            tracing::warn!(conn, peer = %c.peer, "closing connection: client is not reading its replies");
+            c.handle.send(Outbound::Close);
+        }
+        if is_reply {
+            c.stats.packets_sent += 1;
+            self.stats.packets_sent += 1;
+        }
+    }
+
+    fn close_conn(&mut self, conn: ConnId) {
+        if let Some(c) = self.conns.get(&conn) {
+            c.handle.send(Outbound::Close);
+        }
+    }
+
+    // ---- handshake ------------------------------------------------------------------------
+
+    fn on_connect(
+        &mut self,
+        conn: ConnId,
+        handle: ConnHandle,
+        peer: SocketAddr,
+        req: ConnectRequest,
+    ) {
+        let now = Instant::now();
+        let ip_id = Id {
+            scheme: "ip".into(),
+            id: peer.ip().to_string(),
+        };
+        let c = Conn {
+            handle,
+            peer,
+            session_id: None,
+            auth_ids: vec![ip_id],
+            stats: ConnStats::new(now, wall_ms()),
+            timeout_ms: 0,
+        };
+        self.conns.insert(conn, c);
+        if req.last_zxid_seen > self.last_zxid() {
+            tracing::info!(conn, %peer, client_zxid = format!("0x{:x}", req.last_zxid_seen), our_zxid = format!("0x{:x}", self.last_zxid()),
+                "refusing session: client has seen a newer zxid than this server");
+            self.close_conn(conn);
+            return;
+        }
+        let (min, max) = (
+            self.config.min_session_timeout_ms,
+            self.config.max_session_timeout_ms,
+        );
+        let timeout_ms = (req.timeout_ms.max(0) as u32).clamp(min, max.max(min));
+        if req.session_id == 0 {
+            self.create_session(conn, timeout_ms, req.read_only);
+        } else {
+            self.reattach_session(conn, req, timeout_ms);
+        }
+    }
+
+    fn create_session(&mut self, conn: ConnId, timeout_ms: u32, read_only: Option<bool>) {
+        let session_id = self.sessions.next_session_id();
+        let zxid = self.next_zxid();
+        let ctx = self.system_context(session_id, zxid);
+        let txn = self.prep.prepare_create_session(&ctx, timeout_ms as i32);
+        self.commit(txn, None);
+        self.sessions.add(session_id, timeout_ms, self.now_ms());
+        self.attach(conn, session_id, timeout_ms, read_only);
+        tracing::debug!(
+            conn,
+            session = format!("0x{session_id:x}"),
+            timeout_ms,
+            "established new session"
+        );
+    }
+
+    fn reattach_session(&mut self, conn: ConnId, req: ConnectRequest, timeout_ms: u32) {
+        let session_id = req.session_id;
+        let known = self.tree.sessions().contains_key(&session_id);
+        if !known || req.passwd != session_password(session_id) {
+            tracing::info!(
+                conn,
+                session = format!("0x{session_id:x}"),
+                known,
+                "invalid session or password: replying expired"
+            );
+            let expired = ConnectResponse {
+                protocol_version: 0,
+                timeout_ms: 0,
+                session_id: 0,
+                passwd: vec![0; 16],
+                read_only: req.read_only.map(|_| false),
+            };
+            self.send(conn, connect_frame(&expired), false);
+            self.close_conn(conn);
+            return;
+        }
+        if let Some(old) = self.session_conn.get(&session_id).copied() {
+            if old != conn {
+                tracing::info!(
+                    old,
+                    new = conn,
+                    session = format!("0x{session_id:x}"),
+                    "session moved to a new connection; closing the old one"
+                );
+                self.detach(old);
+                self.close_conn(old);
+            }
+        }
+        self.sessions.set_timeout(session_id, timeout_ms);
+        self.sessions.touch(session_id, self.now_ms());
+        self.attach(conn, session_id, timeout_ms, req.read_only);
+    }
+
+    fn attach(&mut self, conn: ConnId, session_id: i64, timeout_ms: u32, read_only: Option<bool>) {
+        self.session_conn.insert(session_id, conn);
+        if let Some(c) = self.conns.get_mut(&conn) {
+            c.session_id = Some(session_id);
+            c.timeout_ms = timeout_ms;
+        }
+        let response = ConnectResponse {
+            protocol_version: 0,
+            timeout_ms: timeout_ms as i32,
+            session_id,
+            passwd: session_password(session_id).to_vec(),
+            read_only: read_only.map(|_| false),
+        };
+        self.send(conn, connect_frame(&response), false);
+    }
+
+    /// Forgets a connection's link to its session and its watches (the session lives on).
+    fn detach(&mut self, conn: ConnId) {
+        self.watches.remove_connection(conn);
+        if let Some(c) = self.conns.get_mut(&conn) {
+            if let Some(session_id) = c.session_id.take() {
+                if self.session_conn.get(&session_id) == Some(&conn) {
+                    self.session_conn.remove(&session_id);
+                }
+            }
+        }
+    }
+
+    fn on_closed(&mut self, conn: ConnId) {
+        self.detach(conn);
+        self.conns.remove(&conn);
+    }
+
+    // ---- requests -------------------------------------------------------------------------
+
+    fn on_request(
+        &mut self,
+        conn: ConnId,
+        xid: i32,
+        op_type: i32,
+        request: Result<Request, request::RequestError>,
+        received: Instant,
+    ) {
+        let Some(session_id) = self.conns.get(&conn).and_then(|c| c.session_id) else {
+            return; // closed or never established; nothing to answer
+        };
+        self.stats.packets_received += 1;
+        self.sessions.touch(session_id, self.now_ms());
+        let zxid = self.last_zxid();
+        if let Some(c) = self.conns.get_mut(&conn) {
+            c.stats.packets_received += 1;
+            c.stats.last_cxid = xid;
+            c.stats.last_op = OpCode::from_i32(op_type).map_or("UNKN", OpCode::short_name);
+        }
+        let request = match request {
+            Ok(r) => r,
+            Err(request::RequestError::UnknownOpCode(code)) => {
+                tracing::warn!(conn, code, "unknown op code: replying Unimplemented");
+                self.finish_reply(
+                    conn,
+                    xid,
+                    zxid,
+                    ErrorCode::Unimplemented.code(),
+                    None,
+                    received,
+                );
+                return;
+            }
+            Err(e) => {
+                tracing::warn!(conn, error = %e, "malformed request: closing connection");
+                self.close_conn(conn);
+                return;
+            }
+        };
+        if !self.tree.sessions().contains_key(&session_id) {
+            self.finish_reply(
+                conn,
+                xid,
+                zxid,
+                ErrorCode::SessionExpired.code(),
+                None,
+                received,
+            );
+            return;
+        }
+        if request.is_write() {
+            self.submit_write(conn, session_id, xid, request, received);
+        } else {
+            self.handle_read(conn, xid, request, received);
+        }
+    }
+
+    fn finish_reply(
+        &mut self,
+        conn: ConnId,
+        xid: i32,
+        zxid: i64,
+        err: i32,
+        body: Option<&Response>,
+        received: Instant,
+    ) {
+        self.send(conn, reply_frame(xid, zxid, err, body), true);
+        self.record_latency(conn, xid, zxid, received);
+    }
+
+    fn record_latency(&mut self, conn: ConnId, xid: i32, zxid: i64, received: Instant) {
+        let ms = received.elapsed().as_millis() as u64;
+        if xid != xid::PING && xid != xid::AUTH && xid != xid::SET_WATCHES {
+            self.stats.latency.record(ms);
+        }
+        if let Some(c) = self.conns.get_mut(&conn) {
+            c.stats.last_zxid = zxid;
+            c.stats.last_latency_ms = ms;
+            c.stats.last_response_wall_ms = wall_ms();
+            c.stats.latency.record(ms);
+        }
+    }
+
+    fn next_zxid(&mut self) -> i64 {
+        self.last_zxid += 1;
+        self.last_zxid
+    }
+
+    fn system_context(&self, session_id: i64, zxid: i64) -> PrepContext<'static> {
+        PrepContext {
+            session_id,
+            cxid: 0,
+            zxid,
+            time_ms: wall_ms(),
+            auth_ids: &[],
+            extended_types_enabled: self.config.extended_types_enabled,
+        }
+    }
+
+    fn submit_write(
+        &mut self,
+        conn: ConnId,
+        session_id: i64,
+        xid: i32,
+        request: Request,
+        received: Instant,
+    ) {
+        let zxid = self.next_zxid();
+        let auth_ids = self
+            .conns
+            .get(&conn)
+            .map(|c| c.auth_ids.clone())
+            .unwrap_or_default();
+        let ctx = PrepContext {
+            session_id,
+            cxid: xid,
+            zxid,
+            time_ms: wall_ms(),
+            auth_ids: &auth_ids,
+            extended_types_enabled: self.config.extended_types_enabled,
+        };
+        let txn = self.prep.prepare(&self.tree, &ctx, &request);
+        let multi_ops = match &request {
+            Request::Multi(ops) => ops.iter().map(MultiOp::op_code).collect(),
+            _ => Vec::new(),
+        };
+        let reply = ReplyTo {
+            conn,
+            xid,
+            op: request.op_code(),
+            received,
+            multi_ops,
+        };
+        self.commit(txn, Some(reply));
+    }
+
+    /// The point where a prepared transaction becomes part of the history. Standalone and
+    /// in-memory: immediately. Storage (fsync before apply) and Zab (quorum before apply)
+    /// replace this with "queue, then apply when durable/committed".
+    fn commit(&mut self, txn: Txn, reply: Option<ReplyTo>) {
+        let zxid = txn.header.zxid;
+        let mut triggers = Vec::new();
+        let outcome = self.tree.apply(&txn, &mut triggers);
+        self.prep.applied(zxid);
+        self.notify(&triggers, zxid);
+        if matches!(outcome, TxnOutcome::SessionClosed) {
+            self.on_session_closed(txn.header.client_id);
+        }
+        if let Some(reply) = reply {
+            self.reply_write(reply, zxid, outcome);
+        }
+    }
+
+    fn notify(&mut self, triggers: &[Trigger], zxid: i64) {
+        let mut notifications: Vec<Notification> = Vec::new();
+        for t in triggers {
+            self.watches.trigger(t, &mut notifications);
+        }
+        for n in notifications {
+            let event = WatcherEvent {
+                event_type: n.event as i32,
+                state: KeeperState::SyncConnected as i32,
+                path: n.path,
+            };
+            self.send(n.conn, event_frame(zxid, &event), false);
+        }
+    }
+
+    fn reply_write(&mut self, reply: ReplyTo, zxid: i64, outcome: TxnOutcome) {
+        let (err, body) = match outcome {
+            TxnOutcome::Error(code) => (code.code(), None),
+            TxnOutcome::Created { path, stat } => match reply.op {
+                OpCode::Create => (0, Some(Response::Create(path))),
+                _ => (0, Some(Response::Create2(Create2Response { path, stat }))),
+            },
+            TxnOutcome::Updated(stat) => (0, Some(Response::Stat(stat))),
+            TxnOutcome::Multi(results) => (
+                0,
+                Some(Response::Multi(multi_results(results, &reply.multi_ops))),
+            ),
+            TxnOutcome::Deleted
+            | TxnOutcome::Checked
+            | TxnOutcome::SessionCreated
+            | TxnOutcome::SessionClosed => (0, None),
+        };
+        self.finish_reply(
+            reply.conn,
+            reply.xid,
+            zxid,
+            err,
+            body.as_ref(),
+            reply.received,
+        );
+        if reply.op == OpCode::CloseSession {
+            self.close_conn(reply.conn);
+        }
+    }
+
+    fn on_session_closed(&mut self, session_id: i64) {
+        self.sessions.remove(session_id);
+        if let Some(conn) = self.session_conn.remove(&session_id) {
+            if let Some(c) = self.conns.get_mut(&conn) {
+                c.session_id = None;
+            }
+            self.watches.remove_connection(conn);
+            self.close_conn(conn);
+        }
+    }
+
+    // ---- reads ----------------------------------------------------------------------------
+
+    fn handle_read(&mut self, conn: ConnId, xid: i32, request: Request, received: Instant) {
+        let zxid = self.last_zxid();
+        if let Request::Auth(packet) = &request {
+            return self.handle_auth(conn, xid, packet, received);
+        }
+        let frame = match crate::reads::execute(self, conn, xid, zxid, &request) {
+            Ok(frame) => frame,
+            Err(code) => reply_frame(xid, zxid, code.code(), None),
+        };
+        self.send(conn, frame, true);
+        self.record_latency(conn, xid, zxid, received);
+    }
+
+    /// auth (xid −4): digest adds `digest:user:hash` (and `super` when it matches the configured
+    /// super digest); an unknown scheme fails and the connection is closed, as in ZooKeeper.
+    fn handle_auth(&mut self, conn: ConnId, xid: i32, packet: &AuthPacket, received: Instant) {
+        // ZooKeeper answers auth with zxid 0 (captured from 3.9.3).
+        let zxid = 0;
+        let credentials = packet
+            .auth
+            .as_deref()
+            .map(String::from_utf8_lossy)
+            .unwrap_or_default();
+        let new_ids = match packet.scheme.as_str() {
+            "digest" => {
+                let digest = tree::acl::digest_id(&credentials);
+                let mut ids = vec![Id {
+                    scheme: "digest".into(),
+                    id: digest.clone(),
+                }];
+                if self.config.super_digest.as_deref() == Some(digest.as_str()) {
+                    ids.push(Id {
+                        scheme: "super".into(),
+                        id: credentials
+                            .split(':')
+                            .next()
+                            .unwrap_or_default()
+                            .to_string(),
+                    });
+                }
+                Some(ids)
+            }
+            "ip" => self.conns.get(&conn).map(|c| {
+                vec![Id {
+                    scheme: "ip".into(),
+                    id: c.peer.ip().to_string(),
+                }]
+            }),
+            _ => None,
+        };
+        match new_ids {
+            Some(ids) => {
+                if let Some(c) = self.conns.get_mut(&conn) {
+                    for id in ids {
+                        if !c.auth_ids.contains(&id) {
+                            c.auth_ids.push(id);
+                        }
+                    }
+                }
+                self.finish_reply(conn, xid, zxid, 0, None, received);
+            }
+            None => {
+                tracing::warn!(conn, scheme = %packet.scheme, "authentication failed: unsupported scheme; closing connection");
+                self.finish_reply(
+                    conn,
+                    xid,
+                    zxid,
+                    ErrorCode::AuthFailed.code(),
+                    None,
+                    received,
+                );
+                self.close_conn(conn);
+            }
+        }
+    }
+
+    // ---- time -----------------------------------------------------------------------------
+
+    /// Called every tick: expires sessions and, at the configured interval, removes empty
+    /// containers and expired TTL nodes.
+    pub fn tick(&mut self) {
+        let now = self.now_ms();
+        for session_id in self
+            .sessions
+            .take_expired(now, crate::limits::EXPIRIES_PER_TICK_MAX)
+        {
+            tracing::info!(session = format!("0x{session_id:x}"), "expiring session");
+            self.close_session(session_id);
+        }
+        if now >= self.next_container_check_ms {
+            self.next_container_check_ms = now + self.config.container_check_interval_ms.max(1);
+            self.check_containers();
+        }
+    }
+
+    fn close_session(&mut self, session_id: i64) {
+        let zxid = self.next_zxid();
+        let ctx = self.system_context(session_id, zxid);
+        let txn = self.prep.prepare(&self.tree, &ctx, &Request::CloseSession);
+        self.commit(txn, None);
+    }
+
+    /// ZooKeeper's `ContainerManager`: empty containers that once had children, and empty TTL
+    /// nodes unchanged for longer than their ttl, are deleted (at most maxPerMinute a minute).
+    fn check_containers(&mut self) {
+        let now_wall = wall_ms();
+        let never_used_ms = self.container_max_never_used_ms();
+        let mut candidates = Vec::new();
+        for p in self.tree.containers() {
+            let Some(node) = self.tree.get(p) else {
+                continue;
+            };
+            let idle = now_wall - node.stat.mtime;
+            if node.children.is_empty()
+                && (node.stat.cversion > 0 || (never_used_ms > 0 && idle > never_used_ms))
+            {
+                candidates.push(p.clone());
+            }
+        }
+        for p in self.tree.ttls() {
+            let Some(node) = self.tree.get(p) else {
+                continue;
+            };
+            if let tree::node::NodeKind::Ttl(ttl) =
+                tree::node::NodeKind::of_owner(node.stat.ephemeral_owner)
+            {
+                if node.children.is_empty() && ttl != 0 && now_wall - node.stat.mtime > ttl {
+                    candidates.push(p.clone());
+                }
+            }
+        }
+        let per_check = (u64::from(self.config.container_max_per_minute)
+            * self.config.container_check_interval_ms
+            / 60_000)
+            .max(1);
+        for p in candidates.into_iter().take(per_check as usize) {
+            let zxid = self.next_zxid();
+            let ctx = self.system_context(0, zxid);
+            let txn = self.prep.prepare_delete_container(&self.tree, &ctx, &p);
+            tracing::debug!(path = %p, "deleting empty container or expired TTL node");
+            self.commit(txn, None);
+        }
+    }
+
+    /// `znode.container.maxNeverUsedIntervalMs` (default 0: never-used containers are kept).
+    fn container_max_never_used_ms(&self) -> i64 {
+        self.config
+            .entries
+            .iter()
+            .rev()
+            .find(|(k, _)| k == "znode.container.maxNeverUsedIntervalMs")
+            .and_then(|(_, v)| v.parse().ok())
+            .unwrap_or(0)
+    }
+
+    // ---- helpers for reads and four-letter words -------------------------------------------
+
+    pub(crate) fn register_watch(&mut self, conn: ConnId, path: &str, kind: WatchKind) {
+        if self.watches.watches_of(conn) >= crate::limits::WATCHES_PER_CONNECTION_MAX {
+            tracing::warn!(
+                conn,
+                "watch limit reached for connection; not registering more"
+            );
+            return;
+        }
+        match kind {
+            WatchKind::Data => self.watches.add_data_watch(path, conn),
+            WatchKind::Child => self.watches.add_child_watch(path, conn),
+            WatchKind::Persistent(mode) => {
+                self.watches
+                    .add_persistent(path, conn, mode == AddWatchMode::PersistentRecursive)
+            }
+        }
+    }
+
+    pub(crate) fn auth_ids(&self, conn: ConnId) -> Vec<Id> {
+        self.conns
+            .get(&conn)
+            .map(|c| c.auth_ids.clone())
+            .unwrap_or_default()
+    }
+
+    pub(crate) fn session_of(&self, conn: ConnId) -> i64 {
+        self.conns
+            .get(&conn)
+            .and_then(|c| c.session_id)
+            .unwrap_or(0)
+    }
+
+    pub(crate) fn remove_watch(
+        &mut self,
+        conn: ConnId,
+        path: &str,
+        kind: WatcherType,
+        remove: bool,
+    ) -> bool {
+        if remove {
+            self.watches.remove(path, conn, kind)
+        } else {
+            self.watches.contains(path, conn, kind)
+        }
+    }
+
+    pub(crate) fn queue_event(
+        &mut self,
+        conn: ConnId,
+        zxid: i64,
+        event: proto::watch::EventType,
+        path: &str,
+    ) {
+        let event = WatcherEvent {
+            event_type: event as i32,
+            state: KeeperState::SyncConnected as i32,
+            path: path.to_string(),
+        };
+        self.send(conn, event_frame(zxid, &event), false);
+    }
+
+    pub(crate) fn reply_with(
+        &self,
+        xid: i32,
+        zxid: i64,
+        body: impl FnOnce(&mut proto::jute::Writer),
+    ) -> Vec<u8> {
+        reply_frame_with(xid, zxid, 0, body)
+    }
+
+    pub fn uptime_ms(&self) -> u64 {
+        self.now_ms()
+    }
+
+    pub fn session_count(&self) -> usize {
+        self.sessions.len()
+    }
+}
+
+#[derive(Debug, Clone, Copy)]
+pub(crate) enum WatchKind {
+    Data,
+    Child,
+    Persistent(AddWatchMode),
+}
+
+/// Converts a multi's outcomes to wire results: create answers with a path, create2 and its
+/// kin with path and Stat.
+fn multi_results(outcomes: Vec<TxnOutcome>, ops: &[OpCode]) -> Vec<MultiResult> {
+    outcomes
+        .into_iter()
+        .enumerate()
+        .map(|(i, outcome)| match outcome {
+            TxnOutcome::Created { path, stat } => match ops.get(i) {
+                Some(OpCode::Create) => MultiResult::Create(path),
+                _ => MultiResult::Create2(path, stat),
+            },
+            TxnOutcome::Deleted => MultiResult::Delete,
+            TxnOutcome::Updated(stat) => MultiResult::SetData(stat),
+            TxnOutcome::Checked => MultiResult::Check,
+            TxnOutcome::Error(code) => MultiResult::Error(code.code()),
+            _ => MultiResult::Error(ErrorCode::SystemError.code()),
+        })
+        .collect()
+}

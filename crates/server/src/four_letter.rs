@@ -1,0 +1,320 @@
+//! Four-letter words on the client port (`FourLetterCommands`, `server/command/*`): a client
+//! sends four ASCII bytes instead of a length-prefixed connect request, gets a text answer and
+//! the connection is closed. Only whitelisted commands run (default: `srvr`).
+
+use crate::connection::Shared;
+use crate::core::{wall_ms, Core, CoreMsg};
+use std::fmt::Write as _;
+use tokio::io::AsyncWriteExt;
+use tokio::net::tcp::OwnedWriteHalf;
+
+/// The ZooKeeper version meerkat answers as (clients parse it, e.g. kazoo's `server_version`).
+pub const ZOOKEEPER_VERSION: &str = "3.9.3";
+
+const COMMANDS: [&str; 18] = [
+    "ruok", "srvr", "stat", "mntr", "conf", "envi", "cons", "dump", "wchs", "wchc", "wchp", "isro",
+    "crst", "srst", "dirs", "gtmk", "stmk", "hash",
+];
+
+/// The command named by a connection's first four bytes, if they are one.
+pub fn command_in(first: &[u8]) -> Option<&'static str> {
+    COMMANDS.iter().copied().find(|c| c.as_bytes() == first)
+}
+
+/// Answers one command and closes.
+pub async fn serve(cmd: &'static str, mut wr: OwnedWriteHalf, shared: &Shared) {
+    let text = if !shared.four_letter_words.allows(cmd) {
+        tracing::debug!(cmd, "four-letter word not in the whitelist");
+        format!("{cmd} is not executed because it is not in the whitelist.\n")
+    } else if cmd == "ruok" {
+        "imok".to_string()
+    } else {
+        let (tx, rx) = tokio::sync::oneshot::channel();
+        let msg = CoreMsg::FourLetter {
+            command: cmd.to_string(),
+            reply: tx,
+        };
+        match shared.core_tx.send(msg).await {
+            Ok(()) => rx.await.unwrap_or_default(),
+            Err(_) => "This ZooKeeper instance is not currently serving requests\n".to_string(),
+        }
+    };
+    let _ = wr.write_all(text.as_bytes()).await;
+    let _ = wr.shutdown().await;
+}
+
+/// Runs a command against the core's state.
+pub fn run(core: &mut Core, cmd: &str) -> String {
+    match cmd {
+        "srvr" => srvr(core, false),
+        "stat" => srvr(core, true),
+        "mntr" => mntr(core),
+        "conf" => conf(core),
+        "envi" => envi(),
+        "cons" => cons(core),
+        "dump" => dump(core),
+        "wchs" => wchs(core),
+        "wchc" => wchc(core),
+        "wchp" => wchp(core),
+        "isro" => "rw".to_string(),
+        "crst" => {
+            for c in core.conns.values_mut() {
+                c.stats.reset();
+            }
+            "Connection stats reset.\n".to_string()
+        }
+        "srst" => {
+            core.stats = Default::default();
+            "Server stats reset.\n".to_string()
+        }
+        "dirs" => "datadir_size: 0\nlogdir_size: 0\n".to_string(),
+        "gtmk" => "0\n".to_string(),
+        "stmk" => "0\n".to_string(),
+        "hash" => format!("{:x}\n", core.tree.digest()),
+        _ => format!("{cmd} is not a four-letter word meerkat knows.\n"),
+    }
+}
+
+fn version_line() -> String {
+    format!(
+        "{ZOOKEEPER_VERSION}-meerkat-{}, built on unknown",
+        env!("CARGO_PKG_VERSION")
+    )
+}
+
+fn srvr(core: &Core, with_clients: bool) -> String {
+    let mut out = String::new();
+    let _ = writeln!(out, "Zookeeper version: {}", version_line());
+    if with_clients {
+        out.push_str("Clients:\n");
+        for c in core.conns.values() {
+            let _ = writeln!(
+                out,
+                " /{}[1](queued=0,recved={},sent={})",
+                c.peer, c.stats.packets_received, c.stats.packets_sent
+            );
+        }
+        out.push('\n');
+    }
+    let l = &core.stats.latency;
+    let _ = writeln!(
+        out,
+        "Latency min/avg/max: {}/{:.4}/{}",
+        l.min_ms,
+        l.avg(),
+        l.max_ms
+    );
+    let _ = writeln!(out, "Received: {}", core.stats.packets_received);
+    let _ = writeln!(out, "Sent: {}", core.stats.packets_sent);
+    let _ = writeln!(out, "Connections: {}", core.conns.len());
+    let _ = writeln!(out, "Outstanding: {}", (core.outstanding)());
+    let _ = writeln!(out, "Zxid: 0x{:x}", core.last_zxid());
+    out.push_str("Mode: standalone\n");
+    let _ = writeln!(out, "Node count: {}", node_count(core));
+    out
+}
+
+/// ZooKeeper counts the root twice (its node map holds "" and "/").
+fn node_count(core: &Core) -> usize {
+    core.tree.node_count() + 1
+}
+
+fn mntr(core: &Core) -> String {
+    let l = &core.stats.latency;
+    let mut lines: Vec<(&str, String)> = vec![
+        ("zk_version", version_line()),
+        ("zk_server_state", "standalone".into()),
+        ("zk_avg_latency", format!("{:.4}", l.avg())),
+        ("zk_max_latency", l.max_ms.to_string()),
+        ("zk_min_latency", l.min_ms.to_string()),
+        (
+            "zk_packets_received",
+            core.stats.packets_received.to_string(),
+        ),
+        ("zk_packets_sent", core.stats.packets_sent.to_string()),
+        ("zk_num_alive_connections", core.conns.len().to_string()),
+        ("zk_outstanding_requests", (core.outstanding)().to_string()),
+        ("zk_znode_count", node_count(core).to_string()),
+        ("zk_watch_count", core.watches.watch_count().to_string()),
+        (
+            "zk_ephemerals_count",
+            core.tree.ephemeral_count().to_string(),
+        ),
+        (
+            "zk_approximate_data_size",
+            core.tree.approximate_data_size().to_string(),
+        ),
+        ("zk_global_sessions", core.session_count().to_string()),
+        ("zk_local_sessions", "0".into()),
+        ("zk_last_proposal_size", "-1".into()),
+        ("zk_max_proposal_size", "-1".into()),
+        ("zk_min_proposal_size", "-1".into()),
+        ("zk_uptime", core.uptime_ms().to_string()),
+        ("zk_connection_drop_probability", "0.0".into()),
+        ("zk_durability_mode", "in-memory".into()),
+    ];
+    if let Some((open, max)) = file_descriptor_counts() {
+        lines.push(("zk_open_file_descriptor_count", open.to_string()));
+        lines.push(("zk_max_file_descriptor_count", max.to_string()));
+    }
+    lines
+        .into_iter()
+        .map(|(k, v)| format!("{k}\t{v}\n"))
+        .collect()
+}
+
+fn file_descriptor_counts() -> Option<(usize, u64)> {
+    let open = std::fs::read_dir("/proc/self/fd").ok()?.count();
+    let limits = std::fs::read_to_string("/proc/self/limits").ok()?;
+    let max = limits
+        .lines()
+        .find(|l| l.starts_with("Max open files"))
+        .and_then(|l| l.split_whitespace().nth(3))
+        .and_then(|v| v.parse().ok())?;
+    Some((open, max))
+}
+
+fn conf(core: &Core) -> String {
+    let c = &core.config;
+    let mut out = String::new();
+    let _ = writeln!(out, "clientPort={}", c.client_port);
+    let _ = writeln!(out, "secureClientPort=-1");
+    let _ = writeln!(out, "dataDir={}", c.data_dir.join("version-2").display());
+    let _ = writeln!(out, "dataDirSize=0");
+    let _ = writeln!(
+        out,
+        "dataLogDir={}",
+        c.data_log_dir.join("version-2").display()
+    );
+    let _ = writeln!(out, "dataLogSize=0");
+    let _ = writeln!(out, "tickTime={}", c.tick_time_ms);
+    let _ = writeln!(out, "maxClientCnxns={}", c.max_client_cnxns);
+    let _ = writeln!(out, "minSessionTimeout={}", c.min_session_timeout_ms);
+    let _ = writeln!(out, "maxSessionTimeout={}", c.max_session_timeout_ms);
+    let _ = writeln!(out, "clientPortListenBacklog=-1");
+    let _ = writeln!(out, "serverId=0");
+    out
+}
+
+fn envi() -> String {
+    let mut out = String::from("Environment:\n");
+    let _ = writeln!(out, "zookeeper.version={}", version_line());
+    let _ = writeln!(out, "host.name={}", hostname());
+    let _ = writeln!(out, "meerkat.version={}", env!("CARGO_PKG_VERSION"));
+    let _ = writeln!(out, "os.name={}", std::env::consts::OS);
+    let _ = writeln!(out, "os.arch={}", std::env::consts::ARCH);
+    if let Ok(dir) = std::env::current_dir() {
+        let _ = writeln!(out, "user.dir={}", dir.display());
+    }
+    out
+}
+
+fn hostname() -> String {
+    std::fs::read_to_string("/proc/sys/kernel/hostname")
+        .map_or_else(|_| "localhost".into(), |h| h.trim().to_string())
+}
+
+fn cons(core: &Core) -> String {
+    let mut out = String::new();
+    for c in core.conns.values() {
+        let s = &c.stats;
+        let _ = write!(
+            out,
+            " /{}[1](queued=0,recved={},sent={}",
+            c.peer, s.packets_received, s.packets_sent
+        );
+        if let Some(sid) = c.session_id {
+            let _ = write!(
+                out,
+                ",sid=0x{sid:x},lop={},est={},to={},lcxid=0x{:x},lzxid=0x{:x},lresp={},llat={},minlat={},avglat={:.0},maxlat={}",
+                s.last_op,
+                s.established_wall_ms,
+                c.timeout_ms,
+                s.last_cxid,
+                s.last_zxid,
+                s.last_response_wall_ms,
+                s.last_latency_ms,
+                s.latency.min_ms,
+                s.latency.avg(),
+                s.latency.max_ms
+            );
+        }
+        out.push_str(")\n");
+    }
+    out.push('\n');
+    out
+}
+
+fn dump(core: &Core) -> String {
+    let mut out = String::from("SessionTracker dump:\n");
+    let buckets: Vec<_> = core.sessions.buckets().collect();
+    let _ = writeln!(
+        out,
+        "Session Sets ({})/({}):",
+        buckets.len(),
+        core.sessions.len()
+    );
+    let now_mono = core.uptime_ms() as i64;
+    for (at, sessions) in buckets {
+        let wall = wall_ms() + (*at as i64 - now_mono);
+        let _ = writeln!(out, "{} expire at {}:", sessions.len(), wall);
+        for s in sessions {
+            let _ = writeln!(out, "\t0x{s:x}");
+        }
+    }
+    out.push_str("ephemeral nodes dump:\n");
+    let with: Vec<_> = core.tree.sessions_with_ephemerals().collect();
+    let _ = writeln!(out, "Sessions with Ephemerals ({}):", with.len());
+    for (session, paths) in with {
+        let _ = writeln!(out, "0x{session:x}:");
+        for p in paths {
+            let _ = writeln!(out, "\t{p}");
+        }
+    }
+    out.push_str("Connections dump:\n");
+    let _ = writeln!(out, "Connections Sets (0)/(0):");
+    out
+}
+
+fn session_label(core: &Core, conn: u64) -> String {
+    core.conns
+        .get(&conn)
+        .and_then(|c| c.session_id)
+        .map_or_else(|| format!("conn{conn}"), |s| format!("0x{s:x}"))
+}
+
+fn wchs(core: &Core) -> String {
+    let by_conn = core.watches.by_connection();
+    format!(
+        "{} connections watching {} paths\nTotal watches:{}\n",
+        by_conn.len(),
+        core.watches.path_count(),
+        core.watches.watch_count()
+    )
+}
+
+fn wchc(core: &Core) -> String {
+    let mut out = String::new();
+    let mut by_conn: Vec<_> = core.watches.by_connection().into_iter().collect();
+    by_conn.sort();
+    for (conn, paths) in by_conn {
+        let _ = writeln!(out, "{}", session_label(core, conn));
+        for p in paths {
+            let _ = writeln!(out, "\t{p}");
+        }
+    }
+    out
+}
+
+fn wchp(core: &Core) -> String {
+    let mut out = String::new();
+    let mut by_path: Vec<_> = core.watches.by_path().into_iter().collect();
+    by_path.sort();
+    for (p, conns) in by_path {
+        let _ = writeln!(out, "{p}");
+        for conn in conns {
+            let _ = writeln!(out, "\t{}", session_label(core, conn));
+        }
+    }
+    out
+}

@@ -1,0 +1,26 @@
+//! Every bound the server enforces, in one place (STYLE.md: everything is bounded).
+
+/// Requests a single connection may have in flight before the server stops reading from it.
+pub const CONNECTION_REQUESTS_IN_FLIGHT_MAX: usize = 1000;
+
+/// Messages queued from all connections to the core before readers wait.
+pub const CORE_QUEUE_LEN_MAX: usize = 4096;
+
+/// Bytes of replies and events queued for one connection that is not reading them. Past this
+/// the client is too slow to keep up and its connection is closed (its session survives).
+pub const CONNECTION_OUTBOUND_BYTES_MAX: usize = 64 << 20;
+
+/// Socket read chunk.
+pub const READ_CHUNK_BYTES: usize = 64 << 10;
+
+/// Largest batch of replies written with one syscall.
+pub const WRITE_BATCH_BYTES_MAX: usize = 256 << 10;
+
+/// Sessions expired per tick, so that a mass expiry cannot stall the server for long.
+pub const EXPIRIES_PER_TICK_MAX: usize = 10_000;
+
+/// Watches one connection may register; past it further watch requests still succeed as reads
+/// but register nothing (logged), so a client cannot grow server memory without bound.
+pub const WATCHES_PER_CONNECTION_MAX: usize = 1_000_000;
+
+const _: () = assert!(WRITE_BATCH_BYTES_MAX < CONNECTION_OUTBOUND_BYTES_MAX);
