@@ -121,6 +121,9 @@ minSessionTimeout=%d
 maxSessionTimeout=%d
 extendedTypesEnabled=true
 4lw.commands.whitelist=*
+# meerkat reads ZooKeeper's container-manager system property from zoo.cfg; a short
+# interval keeps the container and TTL tests quick.
+znode.container.checkIntervalMs=500
 `, tickTimeMs, port, dataDir, 2*tickTimeMs, 30*tickTimeMs)
 	cfgPath := filepath.Join(dir, "zoo.cfg")
 	if err := os.WriteFile(cfgPath, []byte(cfg), 0o644); err != nil {

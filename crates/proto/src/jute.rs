@@ -279,6 +279,16 @@ impl Record for String {
     }
 }
 
+/// A ustring whose null-ness matters (reconfig's optional server lists).
+impl Record for Option<String> {
+    fn encode(&self, w: &mut Writer) {
+        w.write_buffer(self.as_deref().map(str::as_bytes))
+    }
+    fn decode(r: &mut Reader<'_>) -> Result<Self, DecodeError> {
+        r.read_ustring()
+    }
+}
+
 /// A buffer whose null-ness matters (znode data: a Java client may store `null`, and reads it
 /// back as `null`, not as an empty array).
 impl Record for Option<Vec<u8>> {

@@ -187,9 +187,9 @@ jute_record! {
 
 jute_record! {
     pub struct ReconfigRequest {
-        pub joining_servers: String,
-        pub leaving_servers: String,
-        pub new_members: String,
+        pub joining_servers: Option<String>,
+        pub leaving_servers: Option<String>,
+        pub new_members: Option<String>,
         pub cur_config_id: i64,
     }
     min_len = 20

@@ -538,20 +538,18 @@ impl Core {
         let new_ids = match packet.scheme.as_str() {
             "digest" => {
                 let digest = tree::acl::digest_id(&credentials);
-                let mut ids = vec![Id {
-                    scheme: "digest".into(),
-                    id: digest.clone(),
-                }];
+                let mut ids = Vec::with_capacity(2);
+                // ZooKeeper adds `super` first, then the digest identity.
                 if self.config.super_digest.as_deref() == Some(digest.as_str()) {
                     ids.push(Id {
                         scheme: "super".into(),
-                        id: credentials
-                            .split(':')
-                            .next()
-                            .unwrap_or_default()
-                            .to_string(),
+                        id: String::new(),
                     });
                 }
+                ids.push(Id {
+                    scheme: "digest".into(),
+                    id: digest,
+                });
                 Some(ids)
             }
             "ip" => self.conns.get(&conn).map(|c| {

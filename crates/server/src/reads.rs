@@ -260,3 +260,13 @@ fn set_watches(core: &mut Core, conn: ConnId, relative_zxid: i64, lists: [&Vec<S
         );
     }
 }
+
+/// The user name whoAmI reports for an identity (`AuthUtil.getUser`): the digest's user part,
+/// the ip itself, and "" for schemes without a provider (such as `super`).
+fn user_name(id: &Id) -> String {
+    match id.scheme.as_str() {
+        "digest" => id.id.split(':').next().unwrap_or_default().to_string(),
+        "ip" => id.id.clone(),
+        _ => String::new(),
+    }
+}

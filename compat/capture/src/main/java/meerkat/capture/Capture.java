@@ -13,9 +13,9 @@ import java.nio.file.Paths;
 import java.util.ArrayList;
 import java.util.Arrays;
 import java.util.Comparator;
+import java.util.Iterator;
 import java.util.List;
 import java.util.concurrent.CountDownLatch;
-import java.util.concurrent.LinkedBlockingQueue;
 import java.util.concurrent.TimeUnit;
 import java.util.function.Predicate;
 import java.util.stream.Stream;
@@ -147,6 +147,12 @@ public final class Capture {
         File serverLog = workDir.resolve("server.log").toFile();
         server = new ProcessBuilder(cmd).redirectErrorStream(true)
                 .redirectOutput(serverLog).start();
+        final Process child = server;
+        Runtime.getRuntime().addShutdownHook(new Thread(() -> {
+            if (child.isAlive()) {
+                child.destroyForcibly();
+            }
+        }, "stop-zk-server"));
         log("started ZooKeeper server pid " + server.pid() + " (log: " + serverLog + ")");
         long deadline = System.currentTimeMillis() + 30_000;
         while (true) {
@@ -222,7 +228,7 @@ public final class Capture {
     /** Default watcher that queues every event for the workload to await. */
     static final class Events implements Watcher {
         final String name;
-        final LinkedBlockingQueue<WatchedEvent> queue = new LinkedBlockingQueue<>();
+        final List<WatchedEvent> pending = new ArrayList<>();
 
         Events(String name) {
             this.name = name;
@@ -231,19 +237,29 @@ public final class Capture {
         @Override
         public void process(WatchedEvent e) {
             log(name + " event: " + e);
-            queue.add(e);
+            synchronized (pending) {
+                pending.add(e);
+                pending.notifyAll();
+            }
         }
 
+        /** Waits for (and takes) the oldest not yet taken event that matches; others stay queued. */
         WatchedEvent await(String what, Predicate<WatchedEvent> p) throws InterruptedException {
             long deadline = System.currentTimeMillis() + WAIT_MS;
-            while (true) {
-                long left = deadline - System.currentTimeMillis();
-                if (left <= 0) {
-                    throw new IllegalStateException(name + ": timed out waiting for " + what);
-                }
-                WatchedEvent e = queue.poll(left, TimeUnit.MILLISECONDS);
-                if (e != null && p.test(e)) {
-                    return e;
+            synchronized (pending) {
+                while (true) {
+                    for (Iterator<WatchedEvent> it = pending.iterator(); it.hasNext(); ) {
+                        WatchedEvent e = it.next();
+                        if (p.test(e)) {
+                            it.remove();
+                            return e;
+                        }
+                    }
+                    long left = deadline - System.currentTimeMillis();
+                    if (left <= 0) {
+                        throw new IllegalStateException(name + ": timed out waiting for " + what);
+                    }
+                    pending.wait(left);
                 }
             }
         }
