@@ -1,6 +1,20 @@
 #!/usr/bin/env bash
-# Runs every test of the project: Rust unit/property/integration tests, then the compatibility
-# suites with Apache ZooKeeper's Java client and go-zookeeper against a real meerkat server.
+# Runs every test of the project: the Rust workspace (unit, property, vector and real-socket
+# tests), then the compatibility suites with go-zookeeper and with Apache ZooKeeper's own Java
+# client against a real meerkat server (the Java suite also runs against a real ZooKeeper 3.9.3
+# and compares the two).
 set -euo pipefail
 cd "$(dirname "$0")/.."
+
+echo "== cargo fmt --check, clippy"
+cargo fmt --all -- --check
+cargo clippy --workspace --all-targets -- -D warnings
+
+echo "== cargo test"
 cargo test --workspace --all-targets
+
+echo "== go-zookeeper against meerkat"
+./scripts/compat-go.sh
+
+echo "== Apache ZooKeeper's Java client: meerkat and ZooKeeper 3.9.3 side by side"
+./scripts/compat-java.sh

@@ -9,7 +9,7 @@ use std::collections::BTreeMap;
 use std::path::Path;
 
 fn from_hex(hex: &str) -> Vec<u8> {
-    assert!(hex.len() % 2 == 0, "odd hex length");
+    assert!(hex.len().is_multiple_of(2), "odd hex length");
     (0..hex.len())
         .step_by(2)
         .map(|i| u8::from_str_radix(&hex[i..i + 2], 16).expect("hex digit"))

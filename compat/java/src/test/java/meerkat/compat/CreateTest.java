@@ -39,7 +39,7 @@ class CreateTest extends CompatTest {
             s.check(eseq != null && eseq.matches(".*/eseq-\\d{10}"), "ephemeral sequential suffix is 10 digits: " + eseq);
             s.check(tseq != null && tseq.getEphemeralOwner() == 0, "TTL node has no session as owner");
             s.check(e2 != null && e2.getEphemeralOwner() == c.zk.getSessionId(), "ephemeralOwner is the session id");
-            s.check(kids != null && kids.size() == 13, "13 children under the root");
+            s.check(kids != null && kids.size() == 12, "12 children under the root");
         });
     }
 
@@ -82,7 +82,11 @@ class CreateTest extends CompatTest {
         });
     }
 
-    /** Sequential suffixes come from the parent's cversion, which counts creates and deletes. */
+    /**
+     * Sequential suffixes count the creates ever made under the parent. ZooKeeper
+     * stores that count and reports cversion = 2 * creates - numChildren (creates
+     * plus deletes), so after a delete the suffix is NOT the visible cversion.
+     */
     @Test
     void sequentialNumbering() {
         Differential.run("sequentialNumbering", s -> {
@@ -97,6 +101,10 @@ class CreateTest extends CompatTest {
             String n3 = c.create(s.p("other-"), "", CreateMode.PERSISTENT_SEQUENTIAL);
             c.setData(s.root(), "data does not move cversion", -1);
             String n4 = c.create(s.p("job-"), "", CreateMode.PERSISTENT_SEQUENTIAL);
+            c.delete(n4, -1);
+            c.delete(n2, -1);
+            Stat mid = c.exists(s.root(), false);
+            String n5 = c.create(s.p("job-"), "", CreateMode.PERSISTENT_SEQUENTIAL);
             // A sequential name may be taken by a plain create first; the next one fails.
             c.create(s.p("job-0000000008"), "", CreateMode.PERSISTENT);
             c.create(s.p("job-"), "", CreateMode.PERSISTENT_SEQUENTIAL);
@@ -105,11 +113,16 @@ class CreateTest extends CompatTest {
             c.create(s.p("d"), "", CreateMode.PERSISTENT);
             c.create(s.p("d/"), "", CreateMode.PERSISTENT_SEQUENTIAL);
             c.getChildren2(s.root(), null);
-            s.check(before != null && before.getCversion() == 3, "cversion counts 2 creates + 1 delete");
-            s.check(s.p("job-0000000003").equals(n1), "first job- is 0000000003, got " + n1);
-            s.check(s.p("job-0000000004").equals(n2), "second job- is 0000000004, got " + n2);
-            s.check(s.p("other-0000000005").equals(n3), "sequence is per parent, not per prefix: " + n3);
-            s.check(s.p("job-0000000006").equals(n4), "setData of the parent does not change cversion: " + n4);
+
+            s.check(before != null && before.getCversion() == 3 && before.getNumChildren() == 1,
+                    "visible cversion counts 2 creates + 1 delete");
+            s.check(s.p("job-0000000002").equals(n1), "after 2 creates and 1 delete the suffix is 2 (creates), got " + n1);
+            s.check(s.p("job-0000000003").equals(n2), "next suffix 3, got " + n2);
+            s.check(s.p("other-0000000004").equals(n3), "the counter is per parent, not per prefix: " + n3);
+            s.check(s.p("job-0000000005").equals(n4), "setData of the parent does not count: " + n4);
+            s.check(mid != null && mid.getCversion() == 2 * 6 - mid.getNumChildren(),
+                    "cversion = 2 * creates - numChildren, got " + (mid == null ? null : mid.getCversion()));
+            s.check(s.p("job-0000000006").equals(n5), "deletes do not advance the suffix: " + n5);
         });
     }
 }

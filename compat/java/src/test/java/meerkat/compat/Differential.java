@@ -91,6 +91,7 @@ final class Differential {
         try {
             Future<?> f = ex.submit(() -> {
                 body.run(s);
+                s.recordLeftoverEvents();
                 return null;
             });
             try {

@@ -112,6 +112,15 @@ final class Scenario {
         }
     }
 
+    /** Records events nobody asked for, on every session still open: they must match too. */
+    void recordLeftoverEvents() {
+        for (AutoCloseable r : resources) {
+            if (r instanceof Session && !((Session) r).isClosed()) {
+                ((Session) r).noEvents();
+            }
+        }
+    }
+
     void closeAll() {
         for (int i = resources.size() - 1; i >= 0; i--) {
             try {

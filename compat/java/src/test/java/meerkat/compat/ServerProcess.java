@@ -161,7 +161,8 @@ final class ServerProcess implements AutoCloseable {
     }
 
     /**
-     * Ready when `ruok` gets any answer (`imok`, or the not-whitelisted sentence).
+     * Ready when `ruok` answers `imok` (or, with the default whitelist, when
+     * `srvr` answers with the server's version rather than "not currently serving").
      * A server that accepts connections but does not answer four-letter words is
      * taken as ready after a grace period, so the rest of the suite can still run.
      */
@@ -178,8 +179,15 @@ final class ServerProcess implements AutoCloseable {
                     firstAccepted = System.nanoTime();
                 }
                 String reply = FourLetterWords.sendQuietly(port, "ruok");
-                if (!reply.isEmpty()) {
+                if (reply.equals("imok")) {
                     return;
+                }
+                // ruok not whitelisted: srvr (always whitelisted) says whether it serves yet.
+                if (reply.contains("not in the whitelist")) {
+                    String srvr = FourLetterWords.sendQuietly(port, "srvr");
+                    if (srvr.startsWith("Zookeeper version:")) {
+                        return;
+                    }
                 }
                 if (System.nanoTime() - firstAccepted > TimeUnit.SECONDS.toNanos(5)) {
                     System.err.println("[compat] " + name + " accepts connections but does not answer ruok; going on");

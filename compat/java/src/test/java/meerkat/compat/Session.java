@@ -39,6 +39,7 @@ final class Session implements AutoCloseable {
     private final LinkedBlockingQueue<String[]> queue;
     /** The error code of the last call, or null after success or a client-side error. */
     KeeperException.Code lastError;
+    private boolean closed;
 
     Session(String label, ZooKeeper zk, Transcript t, LinkedBlockingQueue<String[]> queue) {
         this.label = label;
@@ -289,6 +290,22 @@ final class Session implements AutoCloseable {
         return out;
     }
 
+    /**
+     * As {@link #events(int)} but sorted: for events whose relative order the
+     * server does not define (e.g. ephemerals of one session are deleted in hash order).
+     */
+    List<String> eventsUnordered(int n, long waitMs) {
+        List<String> lines = new ArrayList<>();
+        // Record into a scratch transcript position: collect, then sort, then write.
+        int mark = t.size();
+        events(n, waitMs);
+        lines.addAll(t.removeFrom(mark));
+        List<String> sortedLines = new ArrayList<>(lines);
+        sortedLines.sort(null);
+        sortedLines.forEach(t::add);
+        return sortedLines;
+    }
+
     /** Shorthand: no events expected. */
     void noEvents() {
         events(0);
@@ -352,8 +369,13 @@ final class Session implements AutoCloseable {
         return out.toString();
     }
 
+    boolean isClosed() {
+        return closed;
+    }
+
     @Override
     public void close() {
+        closed = true;
         try {
             zk.close(5000);
         } catch (InterruptedException e) {

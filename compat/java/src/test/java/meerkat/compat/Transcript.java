@@ -32,6 +32,17 @@ final class Transcript {
         lines.add(line);
     }
 
+    int size() {
+        return lines.size();
+    }
+
+    /** Takes back the lines written since a mark (to reorder them). */
+    List<String> removeFrom(int mark) {
+        List<String> tail = new ArrayList<>(lines.subList(mark, lines.size()));
+        lines.subList(mark, lines.size()).clear();
+        return tail;
+    }
+
     String zxid(long z) {
         if (z == 0) {
             return "0";
