@@ -151,8 +151,8 @@ pub(crate) fn execute(
                 .auth_ids(conn)
                 .into_iter()
                 .map(|id| ClientInfo {
+                    user: user_name(&id),
                     auth_scheme: id.scheme,
-                    user: id.id,
                 })
                 .collect();
             Ok(reply_frame(
