@@ -2,9 +2,12 @@
 //! and a writer that batches the core's replies into few socket writes.
 //!
 //! Flow control: a request is read only when the connection has fewer than
-//! [`CONNECTION_REQUESTS_IN_FLIGHT_MAX`] unanswered requests and the server fewer than
-//! `globalOutstandingLimit`; otherwise the reader stops reading the socket and TCP pushes back on
-//! the client. Nothing is dropped silently.
+//! [`CONNECTION_REQUESTS_IN_FLIGHT_MAX`] requests whose replies are not yet written, and the
+//! server fewer than `globalOutstandingLimit` requests the core has not yet answered; otherwise
+//! the reader stops reading the socket and TCP pushes back on the client. The global slot is
+//! freed when the core produces the reply (as ZooKeeper counts requests in processing), so
+//! clients that do not read their replies hold only their own connection's slots and cannot
+//! starve everyone else. Nothing is dropped silently.
 //!
 //! Closing: the core queues [`Outbound::Close`] after a last reply (the writer flushes, then
 //! ends the connection) or calls [`ConnHandle::abort`] for a client that does not read.
@@ -42,6 +45,8 @@ pub struct ConnHandle {
     tx: mpsc::UnboundedSender<Outbound>,
     queued_bytes: Arc<AtomicUsize>,
     cancel: CancellationToken,
+    /// Requests forwarded to the core and not yet answered; each holds a global slot.
+    unanswered: Arc<AtomicUsize>,
 }
 
 impl ConnHandle {
@@ -56,6 +61,19 @@ impl ConnHandle {
             }
         }
         self.tx.send(item).is_ok()
+    }
+
+    /// Records that the core answered (or dropped) one request of this connection; returns
+    /// whether one was outstanding, i.e. whether a global slot is to be given back.
+    pub fn answered(&self) -> bool {
+        self.unanswered
+            .fetch_update(Ordering::AcqRel, Ordering::Acquire, |n| n.checked_sub(1))
+            .is_ok()
+    }
+
+    /// Every request still unanswered when the connection goes away.
+    pub fn take_unanswered(&self) -> usize {
+        self.unanswered.swap(0, Ordering::AcqRel)
     }
 
     /// Closes the connection at once, without flushing.
@@ -85,13 +103,14 @@ pub async fn serve(stream: TcpStream, peer: SocketAddr, conn: ConnId, shared: Ar
         return;
     }
     let cancel = CancellationToken::new();
-    let outstanding = Arc::new(AtomicUsize::new(0));
+    let unanswered = Arc::new(AtomicUsize::new(0));
     let (tx, rx) = mpsc::unbounded_channel();
     let queued_bytes = Arc::new(AtomicUsize::new(0));
     let handle = ConnHandle {
         tx,
         queued_bytes: queued_bytes.clone(),
         cancel: cancel.clone(),
+        unanswered: unanswered.clone(),
     };
     let inflight = Arc::new(Semaphore::new(CONNECTION_REQUESTS_IN_FLIGHT_MAX));
     let writer = tokio::spawn(write_loop(
@@ -99,8 +118,6 @@ pub async fn serve(stream: TcpStream, peer: SocketAddr, conn: ConnId, shared: Ar
         rx,
         queued_bytes,
         inflight.clone(),
-        shared.global_permits.clone(),
-        outstanding.clone(),
         cancel.clone(),
     ));
     let reading = ReadLoop {
@@ -110,20 +127,17 @@ pub async fn serve(stream: TcpStream, peer: SocketAddr, conn: ConnId, shared: Ar
         peer,
         shared: shared.clone(),
         inflight,
-        outstanding: outstanding.clone(),
+        unanswered,
         cancel: cancel.clone(),
     };
     match reading.run(handle).await {
         Ok(()) => tracing::debug!(conn, %peer, "connection closed"),
         Err(reason) => tracing::info!(conn, %peer, %reason, "closing connection"),
     }
+    // The core gives back the global slots of requests it never answered when it sees this.
     let _ = shared.core_tx.send(CoreMsg::Closed { conn }).await;
     cancel.cancel();
     let _ = writer.await;
-    // Requests that never got a reply give their global slots back.
-    shared
-        .global_permits
-        .add_permits(outstanding.swap(0, Ordering::AcqRel));
 }
 
 async fn read_at_least(rd: &mut OwnedReadHalf, buf: &mut Vec<u8>, n: usize) -> std::io::Result<()> {
@@ -142,7 +156,7 @@ struct ReadLoop {
     peer: SocketAddr,
     shared: Arc<Shared>,
     inflight: Arc<Semaphore>,
-    outstanding: Arc<AtomicUsize>,
+    unanswered: Arc<AtomicUsize>,
     cancel: CancellationToken,
 }
 
@@ -227,7 +241,7 @@ impl ReadLoop {
             permits = acquire_both(&self.inflight, &self.shared.global_permits) => permits?,
             _ = self.cancel.cancelled() => return Err(CloseReason::Cancelled),
         }
-        self.outstanding.fetch_add(1, Ordering::AcqRel);
+        self.unanswered.fetch_add(1, Ordering::AcqRel);
         let msg = CoreMsg::Request {
             conn: self.conn,
             xid: header.xid,
@@ -263,8 +277,6 @@ async fn write_loop(
     mut rx: mpsc::UnboundedReceiver<Outbound>,
     queued_bytes: Arc<AtomicUsize>,
     inflight: Arc<Semaphore>,
-    global: Arc<Semaphore>,
-    outstanding: Arc<AtomicUsize>,
     cancel: CancellationToken,
 ) {
     let mut batch: Vec<u8> = Vec::with_capacity(WRITE_BATCH_BYTES_MAX);
@@ -297,9 +309,7 @@ async fn write_loop(
         };
         queued_bytes.fetch_sub(batch.len(), Ordering::Relaxed);
         batch.clear();
-        outstanding.fetch_sub(replies, Ordering::AcqRel);
         inflight.add_permits(replies);
-        global.add_permits(replies);
         if !written || close {
             break;
         }

@@ -88,6 +88,8 @@ pub struct Core {
     started: Instant,
     next_container_check_ms: u64,
     pub(crate) outstanding: Arc<dyn Fn() -> usize + Send + Sync>,
+    /// Slots of `globalOutstandingLimit`, freed as requests are answered.
+    global_permits: Arc<tokio::sync::Semaphore>,
 }
 
 pub(crate) fn wall_ms() -> i64 {
@@ -99,6 +101,7 @@ pub(crate) fn wall_ms() -> i64 {
 impl Core {
     pub fn new(
         config: Arc<ServerConfig>,
+        global_permits: Arc<tokio::sync::Semaphore>,
         outstanding: Arc<dyn Fn() -> usize + Send + Sync>,
     ) -> Core {
         let sessions = SessionTracker::new(config.tick_time_ms, 0, wall_ms());
@@ -115,6 +118,7 @@ impl Core {
             last_zxid: 0,
             started: Instant::now(),
             outstanding,
+            global_permits,
         }
     }
 
@@ -152,6 +156,9 @@ impl Core {
         let Some(c) = self.conns.get_mut(&conn) else {
             return;
         };
+        if is_reply && c.handle.answered() {
+            self.global_permits.add_permits(1);
+        }
         if !c.handle.send(Outbound::Frame {
             bytes: frame,
             is_reply,
@@ -295,6 +302,11 @@ impl Core {
     }
 
     fn on_closed(&mut self, conn: ConnId) {
+        if let Some(c) = self.conns.get(&conn) {
+            // Everything this connection sent came before this message: what is still
+            // unanswered will never be, so its global slots are free again.
+            self.global_permits.add_permits(c.handle.take_unanswered());
+        }
         self.detach(conn);
         self.conns.remove(&conn);
     }
@@ -310,7 +322,11 @@ impl Core {
         received: Instant,
     ) {
         let Some(session_id) = self.conns.get(&conn).and_then(|c| c.session_id) else {
-            return; // closed or never established; nothing to answer
+            // The session ended and the connection is closing: nothing to answer.
+            if self.conns.get(&conn).is_some_and(|c| c.handle.answered()) {
+                self.global_permits.add_permits(1);
+            }
+            return;
         };
         self.stats.packets_received += 1;
         self.sessions.touch(session_id, self.now_ms());
@@ -446,11 +462,13 @@ impl Core {
         let outcome = self.tree.apply(&txn, &mut triggers);
         self.prep.applied(zxid);
         self.notify(&triggers, zxid);
-        if matches!(outcome, TxnOutcome::SessionClosed) {
-            self.on_session_closed(txn.header.client_id);
-        }
+        let session_closed = matches!(outcome, TxnOutcome::SessionClosed);
         if let Some(reply) = reply {
             self.reply_write(reply, zxid, outcome);
+        }
+        // After the reply: closing queues the connection's end behind it.
+        if session_closed {
+            self.on_session_closed(txn.header.client_id);
         }
     }
 

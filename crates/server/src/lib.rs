@@ -67,9 +67,9 @@ pub async fn start(config: ServerConfig) -> std::io::Result<RunningServer> {
         jute_max_buffer: config.jute_max_buffer as usize,
         four_letter_words: config.four_letter_words.clone(),
     });
-    let outstanding =
-        Arc::new(move || global_limit.saturating_sub(global_permits.available_permits()));
-    let core = Core::new(config.clone(), outstanding);
+    let permits = global_permits.clone();
+    let outstanding = Arc::new(move || global_limit.saturating_sub(permits.available_permits()));
+    let core = Core::new(config.clone(), global_permits, outstanding);
     let core_task = tokio::spawn(run_core(core, core_rx, config.tick_time_ms));
     let accept_task = tokio::spawn(listener::accept_loop(
         listener,

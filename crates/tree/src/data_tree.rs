@@ -150,9 +150,14 @@ impl DataTree {
             .expect("child map points at a live node")
     }
 
+    /// The node at exactly `node_path`. Like ZooKeeper's path map, a path with an empty
+    /// component (`/a/`, `//a`) names no node; `""` is the root, as in ZooKeeper.
     fn find(&self, node_path: &str) -> Option<NodeId> {
         let mut id = ROOT;
-        for name in path::components(node_path) {
+        if node_path.is_empty() || node_path == "/" {
+            return Some(id);
+        }
+        for name in node_path.strip_prefix('/')?.split('/') {
             id = *self.node_ref(id).children.get(name)?;
         }
         Some(id)

@@ -407,9 +407,16 @@ impl Prep {
 
     /// Lists the session's ephemerals as they will be once pending changes apply.
     fn prep_close_session(&mut self, tree: &DataTree, ctx: &PrepContext<'_>) -> TxnBody {
+        // A pending change may have deleted an ephemeral, or deleted it and let another
+        // session re-create it: keep only paths the session will still own.
         let mut paths: std::collections::BTreeSet<String> = tree
             .ephemerals(ctx.session_id)
-            .filter(|p| !self.pending.is_pending_delete(p))
+            .filter(|p| {
+                self.pending
+                    .lookup(tree, p)
+                    .and_then(|r| r.stat)
+                    .is_some_and(|s| s.ephemeral_owner == ctx.session_id)
+            })
             .cloned()
             .collect();
         for (p, record) in self.pending.records() {
