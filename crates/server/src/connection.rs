@@ -99,7 +99,7 @@ pub async fn serve(stream: TcpStream, peer: SocketAddr, conn: ConnId, shared: Ar
         return;
     }
     if let Some(cmd) = four_letter::command_in(&buf[..4]) {
-        four_letter::serve(cmd, wr, &shared).await;
+        four_letter::serve(cmd, peer, wr, &shared).await;
         return;
     }
     let cancel = CancellationToken::new();

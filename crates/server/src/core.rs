@@ -50,6 +50,8 @@ pub enum CoreMsg {
     },
     FourLetter {
         command: String,
+        /// The asking connection, which ZooKeeper lists in `cons` and `stat` too.
+        peer: SocketAddr,
         reply: tokio::sync::oneshot::Sender<String>,
     },
 }
@@ -146,8 +148,12 @@ impl Core {
                 received,
             } => self.on_request(conn, xid, op_type, request, received),
             CoreMsg::Closed { conn } => self.on_closed(conn),
-            CoreMsg::FourLetter { command, reply } => {
-                let _ = reply.send(crate::four_letter::run(self, &command));
+            CoreMsg::FourLetter {
+                command,
+                peer,
+                reply,
+            } => {
+                let _ = reply.send(crate::four_letter::run(self, &command, peer));
             }
         }
     }
@@ -472,10 +478,19 @@ impl Core {
         }
     }
 
+    /// Queues the watch events of applied changes. A connection hears of a change only if it
+    /// may read the node concerned (ZooKeeper's `ServerCnxn.process` checks READ).
     fn notify(&mut self, triggers: &[Trigger], zxid: i64) {
         let mut notifications: Vec<Notification> = Vec::new();
         for t in triggers {
-            self.watches.trigger(t, &mut notifications);
+            let mut fired = Vec::new();
+            self.watches.trigger(t, &mut fired);
+            let may_read = |n: &Notification| {
+                self.conns.get(&n.conn).is_some_and(|c| {
+                    tree::acl::check_acl(t.acl(), proto::watch::perms::READ, &c.auth_ids).is_ok()
+                })
+            };
+            notifications.extend(fired.into_iter().filter(may_read));
         }
         for n in notifications {
             let event = WatcherEvent {

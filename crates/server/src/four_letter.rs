@@ -22,7 +22,12 @@ pub fn command_in(first: &[u8]) -> Option<&'static str> {
 }
 
 /// Answers one command and closes.
-pub async fn serve(cmd: &'static str, mut wr: OwnedWriteHalf, shared: &Shared) {
+pub async fn serve(
+    cmd: &'static str,
+    peer: std::net::SocketAddr,
+    mut wr: OwnedWriteHalf,
+    shared: &Shared,
+) {
     let text = if !shared.four_letter_words.allows(cmd) {
         tracing::debug!(cmd, "four-letter word not in the whitelist");
         format!("{cmd} is not executed because it is not in the whitelist.\n")
@@ -32,6 +37,7 @@ pub async fn serve(cmd: &'static str, mut wr: OwnedWriteHalf, shared: &Shared) {
         let (tx, rx) = tokio::sync::oneshot::channel();
         let msg = CoreMsg::FourLetter {
             command: cmd.to_string(),
+            peer,
             reply: tx,
         };
         match shared.core_tx.send(msg).await {
@@ -44,15 +50,15 @@ pub async fn serve(cmd: &'static str, mut wr: OwnedWriteHalf, shared: &Shared) {
 }
 
 /// Runs a command against the core's state.
-pub fn run(core: &mut Core, cmd: &str) -> String {
+pub fn run(core: &mut Core, cmd: &str, asker: std::net::SocketAddr) -> String {
     match cmd {
-        "srvr" => srvr(core, false),
-        "stat" => srvr(core, true),
+        "srvr" => srvr(core, None),
+        "stat" => srvr(core, Some(asker)),
         "mntr" => mntr(core),
         "conf" => conf(core),
         "envi" => envi(),
-        "cons" => cons(core),
-        "dump" => dump(core),
+        "cons" => cons(core, asker),
+        "dump" => dump(core, asker),
         "wchs" => wchs(core),
         "wchc" => wchc(core),
         "wchp" => wchp(core),
@@ -82,11 +88,12 @@ fn version_line() -> String {
     )
 }
 
-fn srvr(core: &Core, with_clients: bool) -> String {
+fn srvr(core: &Core, asker: Option<std::net::SocketAddr>) -> String {
     let mut out = String::new();
     let _ = writeln!(out, "Zookeeper version: {}", version_line());
-    if with_clients {
+    if let Some(asker) = asker {
         out.push_str("Clients:\n");
+        let _ = writeln!(out, " /{asker}[0](queued=0,recved=1,sent=0)");
         for c in core.conns.values() {
             let _ = writeln!(
                 out,
@@ -203,10 +210,26 @@ fn envi() -> String {
     let _ = writeln!(out, "meerkat.version={}", env!("CARGO_PKG_VERSION"));
     let _ = writeln!(out, "os.name={}", std::env::consts::OS);
     let _ = writeln!(out, "os.arch={}", std::env::consts::ARCH);
+    let _ = writeln!(out, "os.version={}", os_release());
+    let _ = writeln!(
+        out,
+        "user.name={}",
+        std::env::var("USER").unwrap_or_default()
+    );
+    let _ = writeln!(
+        out,
+        "user.home={}",
+        std::env::var("HOME").unwrap_or_default()
+    );
     if let Ok(dir) = std::env::current_dir() {
         let _ = writeln!(out, "user.dir={}", dir.display());
     }
     out
+}
+
+fn os_release() -> String {
+    std::fs::read_to_string("/proc/sys/kernel/osrelease")
+        .map_or_else(|_| String::new(), |v| v.trim().to_string())
 }
 
 fn hostname() -> String {
@@ -214,8 +237,9 @@ fn hostname() -> String {
         .map_or_else(|_| "localhost".into(), |h| h.trim().to_string())
 }
 
-fn cons(core: &Core) -> String {
+fn cons(core: &Core, asker: std::net::SocketAddr) -> String {
     let mut out = String::new();
+    let _ = writeln!(out, " /{asker}[0](queued=0,recved=1,sent=0)");
     for c in core.conns.values() {
         let s = &c.stats;
         let _ = write!(
@@ -245,7 +269,7 @@ fn cons(core: &Core) -> String {
     out
 }
 
-fn dump(core: &Core) -> String {
+fn dump(core: &Core, asker: std::net::SocketAddr) -> String {
     let mut out = String::from("SessionTracker dump:\n");
     let buckets: Vec<_> = core.sessions.buckets().collect();
     let _ = writeln!(
@@ -257,7 +281,7 @@ fn dump(core: &Core) -> String {
     let now_mono = core.uptime_ms() as i64;
     for (at, sessions) in buckets {
         let wall = wall_ms() + (*at as i64 - now_mono);
-        let _ = writeln!(out, "{} expire at {}:", sessions.len(), wall);
+        let _ = writeln!(out, "{} expire at {}:", sessions.len(), java_date(wall));
         for s in sessions {
             let _ = writeln!(out, "\t0x{s:x}");
         }
@@ -272,8 +296,49 @@ fn dump(core: &Core) -> String {
         }
     }
     out.push_str("Connections dump:\n");
-    let _ = writeln!(out, "Connections Sets (0)/(0):");
+    let total = core.conns.len() + 1;
+    let _ = writeln!(out, "Connections Sets (1)/({total}):");
+    let _ = writeln!(out, "{total} expire at {}:", java_date(wall_ms()));
+    let _ = writeln!(out, "\tip: /{asker} sessionId: 0x0");
+    for c in core.conns.values() {
+        let _ = writeln!(
+            out,
+            "\tip: /{} sessionId: 0x{:x}",
+            c.peer,
+            c.session_id.unwrap_or(0)
+        );
+    }
     out
+}
+
+/// `java.util.Date.toString()` in UTC, e.g. `Sun Nov 22 07:21:09 UTC 2026`.
+fn java_date(epoch_ms: i64) -> String {
+    const DAYS: [&str; 7] = ["Thu", "Fri", "Sat", "Sun", "Mon", "Tue", "Wed"];
+    const MONTHS: [&str; 12] = [
+        "Jan", "Feb", "Mar", "Apr", "May", "Jun", "Jul", "Aug", "Sep", "Oct", "Nov", "Dec",
+    ];
+    let secs = epoch_ms.div_euclid(1000);
+    let (days, rem) = (secs.div_euclid(86_400), secs.rem_euclid(86_400));
+    // Civil date from days since 1970-01-01 (Howard Hinnant's algorithm).
+    let z = days + 719_468;
+    let era = z.div_euclid(146_097);
+    let doe = z - era * 146_097;
+    let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365;
+    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
+    let mp = (5 * doy + 2) / 153;
+    let day = doy - (153 * mp + 2) / 5 + 1;
+    let month = if mp < 10 { mp + 3 } else { mp - 9 };
+    let year = yoe + era * 400 + i64::from(month <= 2);
+    format!(
+        "{} {} {:02} {:02}:{:02}:{:02} UTC {}",
+        DAYS[days.rem_euclid(7) as usize],
+        MONTHS[(month - 1) as usize],
+        day,
+        rem / 3600,
+        rem % 3600 / 60,
+        rem % 60,
+        year
+    )
 }
 
 fn session_label(core: &Core, conn: u64) -> String {
@@ -289,7 +354,7 @@ fn wchs(core: &Core) -> String {
         "{} connections watching {} paths\nTotal watches:{}\n",
         by_conn.len(),
         core.watches.path_count(),
-        core.watches.watch_count()
+        core.watches.data_watch_count()
     )
 }
 
@@ -317,4 +382,16 @@ fn wchp(core: &Core) -> String {
         }
     }
     out
+}
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn java_date_format() {
+        assert_eq!(super::java_date(0), "Thu Jan 01 00:00:00 UTC 1970");
+        assert_eq!(
+            super::java_date(1_795_332_069_000),
+            "Sun Nov 22 07:21:09 UTC 2026"
+        );
+    }
 }

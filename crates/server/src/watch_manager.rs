@@ -231,20 +231,20 @@ impl WatchManager {
     pub fn trigger(&mut self, change: &tree::Trigger, out: &mut Vec<Notification>) {
         let mut conns = Vec::new();
         let (event, event_path) = match change {
-            tree::Trigger::Created(p) => {
+            tree::Trigger::Created(p, _) => {
                 self.data.trigger(p, &mut conns);
                 (EventType::NodeCreated, p)
             }
-            tree::Trigger::DataChanged(p) => {
+            tree::Trigger::DataChanged(p, _) => {
                 self.data.trigger(p, &mut conns);
                 (EventType::NodeDataChanged, p)
             }
-            tree::Trigger::Deleted(p) => {
+            tree::Trigger::Deleted(p, _) => {
                 self.data.trigger(p, &mut conns);
                 self.child.trigger(p, &mut conns);
                 (EventType::NodeDeleted, p)
             }
-            tree::Trigger::ChildrenChanged(p) => {
+            tree::Trigger::ChildrenChanged(p, _) => {
                 self.child.trigger(p, &mut conns);
                 (EventType::NodeChildrenChanged, p)
             }
@@ -267,13 +267,12 @@ impl WatchManager {
             + self.child.by_conn.get(&conn).map_or(0, HashSet::len)
     }
 
-    /// Paths watched by each connection (wchc).
+    /// Paths with data (getData/exists/persistent) watches, by connection: what ZooKeeper's
+    /// wchs/wchc report (they read only its data-watch table).
     pub fn by_connection(&self) -> HashMap<ConnId, Vec<String>> {
         let mut out: HashMap<ConnId, Vec<String>> = HashMap::new();
-        for table in [&self.data, &self.child] {
-            for (conn, paths) in &table.by_conn {
-                out.entry(*conn).or_default().extend(paths.iter().cloned());
-            }
+        for (conn, paths) in &self.data.by_conn {
+            out.entry(*conn).or_default().extend(paths.iter().cloned());
         }
         for paths in out.values_mut() {
             paths.sort();
@@ -282,10 +281,10 @@ impl WatchManager {
         out
     }
 
-    /// Connections watching each path (wchp).
+    /// Connections with data watches on each path (wchp).
     pub fn by_path(&self) -> HashMap<String, Vec<ConnId>> {
         let mut out: HashMap<String, Vec<ConnId>> = HashMap::new();
-        for table in [&self.data, &self.child] {
+        for table in [&self.data] {
             for (p, conns) in &table.by_path {
                 out.entry(p.clone())
                     .or_default()
@@ -300,7 +299,12 @@ impl WatchManager {
     }
 
     pub fn path_count(&self) -> usize {
-        self.by_path().len()
+        self.data.by_path.len()
+    }
+
+    /// Data watches only, as ZooKeeper's wchs "Total watches".
+    pub fn data_watch_count(&self) -> usize {
+        self.data.count()
     }
 }
 
@@ -308,6 +312,22 @@ impl WatchManager {
 mod tests {
     use super::*;
     use tree::Trigger;
+
+    fn open() -> tree::acl::AclList {
+        tree::acl::open_acl_unsafe().into()
+    }
+    fn created(p: &str) -> Trigger {
+        Trigger::Created(p.into(), open())
+    }
+    fn deleted(p: &str) -> Trigger {
+        Trigger::Deleted(p.into(), open())
+    }
+    fn data_changed(p: &str) -> Trigger {
+        Trigger::DataChanged(p.into(), open())
+    }
+    fn children_changed(p: &str) -> Trigger {
+        Trigger::ChildrenChanged(p.into(), open())
+    }
 
     fn fire(w: &mut WatchManager, t: Trigger) -> Vec<(ConnId, EventType)> {
         let mut out = Vec::new();
@@ -320,10 +340,10 @@ mod tests {
         let mut w = WatchManager::default();
         w.add_data_watch("/a", 1);
         assert_eq!(
-            fire(&mut w, Trigger::DataChanged("/a".into())),
+            fire(&mut w, data_changed("/a")),
             vec![(1, EventType::NodeDataChanged)]
         );
-        assert!(fire(&mut w, Trigger::DataChanged("/a".into())).is_empty());
+        assert!(fire(&mut w, data_changed("/a")).is_empty());
     }
 
     #[test]
@@ -333,7 +353,7 @@ mod tests {
         w.add_child_watch("/a", 1);
         w.add_child_watch("/a", 2);
         assert_eq!(
-            fire(&mut w, Trigger::Deleted("/a".into())),
+            fire(&mut w, deleted("/a")),
             vec![(1, EventType::NodeDeleted), (2, EventType::NodeDeleted)]
         );
         assert_eq!(w.watch_count(), 0);
@@ -345,16 +365,16 @@ mod tests {
         w.add_persistent("/a", 1, false);
         w.add_persistent("/a", 2, true);
         assert_eq!(
-            fire(&mut w, Trigger::ChildrenChanged("/a".into())),
+            fire(&mut w, children_changed("/a")),
             vec![(1, EventType::NodeChildrenChanged)]
         );
         assert_eq!(
-            fire(&mut w, Trigger::Created("/a/b/c".into())),
+            fire(&mut w, created("/a/b/c")),
             vec![(2, EventType::NodeCreated)]
         );
-        assert_eq!(fire(&mut w, Trigger::DataChanged("/a".into())).len(), 2);
+        assert_eq!(fire(&mut w, data_changed("/a")).len(), 2);
         assert_eq!(
-            fire(&mut w, Trigger::DataChanged("/a".into())).len(),
+            fire(&mut w, data_changed("/a")).len(),
             2,
             "persistent watches stay"
         );

@@ -2,7 +2,8 @@
 //!
 //! Changed only by [`DataTree::apply`], one transaction at a time in zxid order. Every
 //! transaction carries its outcome already computed by prep (versions, parent cversion, zxid,
-//! time), so applying is deterministic and replaying a prefix twice is harmless.
+//! time), so applying is deterministic and replaying a prefix twice is harmless (a replayed setData or
+//! setACL older than the node now at its path leaves that node alone).
 
 use crate::acl::{AclCache, AclList};
 use crate::digest::NodeDigest;
@@ -29,13 +30,25 @@ pub enum TxnOutcome {
     Error(ErrorCode),
 }
 
-/// A change that may fire watches.
+/// A change that may fire watches, with the ACL of the node it concerns (a watcher is told
+/// only if it may read that node, as in ZooKeeper's `ServerCnxn.process`).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Trigger {
-    Created(String),
-    Deleted(String),
-    DataChanged(String),
-    ChildrenChanged(String),
+    Created(String, AclList),
+    Deleted(String, AclList),
+    DataChanged(String, AclList),
+    ChildrenChanged(String, AclList),
+}
+
+impl Trigger {
+    pub fn acl(&self) -> &AclList {
+        match self {
+            Trigger::Created(_, acl)
+            | Trigger::Deleted(_, acl)
+            | Trigger::DataChanged(_, acl)
+            | Trigger::ChildrenChanged(_, acl) => acl,
+        }
+    }
 }
 
 #[derive(Debug)]
@@ -93,18 +106,31 @@ impl DataTree {
         };
         tree.alloc(root);
         tree.digest.add("/", None, &StatPersisted::default());
-        for system in ["/zookeeper", "/zookeeper/quota", "/zookeeper/config"] {
-            tree.insert_system_node(system, open.clone());
-        }
+        tree.insert_system_node("/zookeeper", open.clone(), 0);
+        tree.insert_system_node("/zookeeper/quota", open, 0);
+        // The dynamic-config node is read-only for clients and has aversion −1, as in ZooKeeper.
+        let read_only = tree.acl_cache.intern(&[proto::Acl {
+            perms: proto::watch::perms::READ,
+            id: proto::Id {
+                scheme: "world".into(),
+                id: "anyone".into(),
+            },
+        }]);
+        tree.insert_system_node("/zookeeper/config", read_only, -1);
         tree
     }
 
-    fn insert_system_node(&mut self, node_path: &str, acl: AclList) {
+    fn insert_system_node(&mut self, node_path: &str, acl: AclList, aversion: i32) {
         let parent = self.find(path::parent_of(node_path)).unwrap_or(ROOT);
+        let stat = StatPersisted {
+            aversion,
+            ..StatPersisted::default()
+        };
+        self.digest.add(node_path, Some(&[]), &stat);
         let node = Node {
             data: Some(Box::new([])),
             acl,
-            stat: StatPersisted::default(),
+            stat,
             children: BTreeMap::new(),
         };
         let id = self.alloc(node);
@@ -112,8 +138,6 @@ impl DataTree {
             .children
             .insert(path::name_of(node_path).into(), id);
         self.data_size += node_path.len() as u64;
-        self.digest
-            .add(node_path, Some(&[]), &StatPersisted::default());
     }
 
     fn alloc(&mut self, node: Node) -> NodeId {
@@ -290,7 +314,7 @@ impl DataTree {
                 .delete(&t.path, h.zxid, triggers)
                 .map(|()| TxnOutcome::Deleted),
             TxnBody::SetData(t) => self.set_data(h, &t.path, &t.data, t.version, triggers),
-            TxnBody::SetAcl(t) => self.set_acl(&t.path, &t.acl, t.version),
+            TxnBody::SetAcl(t) => self.set_acl(h.zxid, &t.path, &t.acl, t.version),
             TxnBody::Check(_) => Ok(TxnOutcome::Checked),
             TxnBody::Multi(parts) => Ok(self.apply_multi(h, parts, triggers)),
             TxnBody::CreateSession(t) => {
@@ -408,8 +432,15 @@ impl DataTree {
             NodeKind::Persistent => {}
         }
         let stat = self.node_ref(id).stat();
-        triggers.push(Trigger::Created(node_path.to_string()));
-        triggers.push(Trigger::ChildrenChanged(parent_path.to_string()));
+        let (acl, parent_acl) = (
+            self.node_ref(id).acl.clone(),
+            self.node_ref(parent_id).acl.clone(),
+        );
+        triggers.push(Trigger::Created(node_path.to_string(), acl));
+        triggers.push(Trigger::ChildrenChanged(
+            parent_path.to_string(),
+            parent_acl,
+        ));
         Ok(TxnOutcome::Created {
             path: node_path.to_string(),
             stat,
@@ -472,10 +503,15 @@ impl DataTree {
             }
             NodeKind::Persistent => {}
         }
+        let deleted_acl = node.acl.clone();
         drop(node);
         self.maybe_purge_acls();
-        triggers.push(Trigger::Deleted(node_path.to_string()));
-        triggers.push(Trigger::ChildrenChanged(parent_path.to_string()));
+        let parent_acl = self.node_ref(parent_id).acl.clone();
+        triggers.push(Trigger::Deleted(node_path.to_string(), deleted_acl));
+        triggers.push(Trigger::ChildrenChanged(
+            parent_path.to_string(),
+            parent_acl,
+        ));
         Ok(())
     }
 
@@ -488,6 +524,11 @@ impl DataTree {
         triggers: &mut Vec<Trigger>,
     ) -> Result<TxnOutcome, ErrorCode> {
         let id = self.find(node_path).ok_or(ErrorCode::NoNode)?;
+        if h.zxid < self.node_ref(id).stat.czxid {
+            // Replay of a change to an earlier node at this path (deleted and re-created since):
+            // it must not touch the current node.
+            return Ok(TxnOutcome::Updated(self.node_ref(id).stat()));
+        }
         let old_len = self.node_ref(id).data.as_ref().map_or(0, |d| d.len()) as u64;
         let new_len = data.as_ref().map_or(0, |d| d.len()) as u64;
         self.update_parent(node_path, id, |node| {
@@ -497,17 +538,24 @@ impl DataTree {
             node.stat.mtime = h.time;
         });
         self.data_size = self.data_size - old_len + new_len;
-        triggers.push(Trigger::DataChanged(node_path.to_string()));
+        triggers.push(Trigger::DataChanged(
+            node_path.to_string(),
+            self.node_ref(id).acl.clone(),
+        ));
         Ok(TxnOutcome::Updated(self.node_ref(id).stat()))
     }
 
     fn set_acl(
         &mut self,
+        zxid: i64,
         node_path: &str,
         acl: &[Acl],
         version: i32,
     ) -> Result<TxnOutcome, ErrorCode> {
         let id = self.find(node_path).ok_or(ErrorCode::NoNode)?;
+        if zxid < self.node_ref(id).stat.czxid {
+            return Ok(TxnOutcome::Updated(self.node_ref(id).stat()));
+        }
         let acl = self.acl_cache.intern(acl);
         self.update_parent(node_path, id, |node| {
             node.acl = acl;

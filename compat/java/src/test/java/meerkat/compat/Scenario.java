@@ -8,6 +8,7 @@ import java.util.concurrent.TimeUnit;
 import java.util.function.BooleanSupplier;
 import org.apache.zookeeper.Watcher;
 import org.apache.zookeeper.ZooKeeper;
+import org.apache.zookeeper.admin.ZooKeeperAdmin;
 
 /**
  * What a scenario body gets: sessions to one server, a transcript, proxies, and
@@ -49,9 +50,18 @@ final class Scenario {
      * watcher; records the session label and negotiated timeout.
      */
     Session connect(String label, String connectString, int timeoutMs) throws IOException {
+        return connect(label, connectString, timeoutMs, false);
+    }
+
+    /** As {@link #connect(String)} with a ZooKeeperAdmin client (reconfig). */
+    Session connectAdmin(String label) throws IOException {
+        return connect(label, server.connectString(), SESSION_MS, true);
+    }
+
+    private Session connect(String label, String connectString, int timeoutMs, boolean admin) throws IOException {
         LinkedBlockingQueue<String[]> q = new LinkedBlockingQueue<>();
-        Watcher def = Session.recorder(label + ".default", q, t);
-        ZooKeeper zk = new ZooKeeper(connectString, timeoutMs, def);
+        Watcher def = Session.recorder(label + ".default", q);
+        ZooKeeper zk = admin ? new ZooKeeperAdmin(connectString, timeoutMs, def) : new ZooKeeper(connectString, timeoutMs, def);
         Session s = new Session(label, zk, t, q);
         resources.add(s);
         String[] first = poll(q, 10_000);
@@ -63,13 +73,22 @@ final class Scenario {
         return s;
     }
 
+    /** Opens a session without insisting that it connects; see {@link Session#awaitConnected}. */
+    Session open(String label) throws IOException {
+        LinkedBlockingQueue<String[]> q = new LinkedBlockingQueue<>();
+        ZooKeeper zk = new ZooKeeper(server.connectString(), SESSION_MS, Session.recorder(label + ".default", q));
+        Session s = new Session(label, zk, t, q);
+        resources.add(s);
+        return s;
+    }
+
     /**
      * Re-attaches to an existing session id with the given password. Does not
      * wait: the caller reads the default watcher's events (SyncConnected or Expired).
      */
     Session attach(String label, long sessionId, byte[] passwd, int timeoutMs) throws IOException {
         LinkedBlockingQueue<String[]> q = new LinkedBlockingQueue<>();
-        Watcher def = Session.recorder(label + ".default", q, t);
+        Watcher def = Session.recorder(label + ".default", q);
         ZooKeeper zk = new ZooKeeper(server.connectString(), timeoutMs, def, sessionId, passwd);
         Session s = new Session(label, zk, t, q);
         resources.add(s);

@@ -53,10 +53,10 @@ final class ServerProcess implements AutoCloseable {
     }
 
     /** Starts Apache ZooKeeper 3.9.3 from this JVM's class path. */
-    static ServerProcess startZooKeeper(String name, boolean allFourLetterWords) throws IOException {
+    static ServerProcess startZooKeeper(String name, Map<String, String> overrides) throws IOException {
         int port = freePort();
         Path dir = newWorkDir(name);
-        Path cfg = writeZooCfg(dir, port, allFourLetterWords);
+        Path cfg = writeZooCfg(dir, port, overrides);
         List<String> cmd = new ArrayList<>();
         cmd.add(Paths.get(System.getProperty("java.home"), "bin", "java").toString());
         cmd.add("-Xmx512m");
@@ -73,7 +73,7 @@ final class ServerProcess implements AutoCloseable {
     }
 
     /** Starts meerkat as `meerkat server zoo.cfg`. */
-    static ServerProcess startMeerkat(String name, String binary, boolean allFourLetterWords) throws IOException {
+    static ServerProcess startMeerkat(String name, String binary, Map<String, String> overrides) throws IOException {
         Path bin = Paths.get(binary);
         if (!Files.isExecutable(bin)) {
             throw new IOException("meerkat binary " + bin.toAbsolutePath() + " does not exist or is not executable"
@@ -81,7 +81,7 @@ final class ServerProcess implements AutoCloseable {
         }
         int port = freePort();
         Path dir = newWorkDir(name);
-        Path cfg = writeZooCfg(dir, port, allFourLetterWords);
+        Path cfg = writeZooCfg(dir, port, overrides);
         List<String> cmd = List.of(bin.toAbsolutePath().toString(), "server", cfg.toString());
         return launch(name, port, dir, cmd);
     }
@@ -102,11 +102,11 @@ final class ServerProcess implements AutoCloseable {
     }
 
     /**
-     * The zoo.cfg keys both servers read. Unknown keys become `zookeeper.KEY`
+     * The zoo.cfg keys both servers read, changed by the overrides. Unknown keys become `zookeeper.KEY`
      * system properties in ZooKeeper, which is how the whitelist, superDigest,
      * admin.enableServer and extendedTypesEnabled reach it.
      */
-    static Map<String, String> zooCfg(Path dataDir, int port, boolean allFourLetterWords) {
+    static Map<String, String> zooCfg(Path dataDir, int port, Map<String, String> overrides) {
         Map<String, String> cfg = new LinkedHashMap<>();
         cfg.put("tickTime", String.valueOf(TICK_MS));
         cfg.put("clientPort", String.valueOf(port));
@@ -116,13 +116,19 @@ final class ServerProcess implements AutoCloseable {
         cfg.put("minSessionTimeout", String.valueOf(2 * TICK_MS));
         cfg.put("maxSessionTimeout", String.valueOf(20 * TICK_MS));
         cfg.put("extendedTypesEnabled", "true");
-        if (allFourLetterWords) {
-            cfg.put("4lw.commands.whitelist", "*");
-        }
+        cfg.put("4lw.commands.whitelist", "*");
         cfg.put("admin.enableServer", "false");
         cfg.put("DigestAuthenticationProvider.superDigest", superDigest());
         cfg.put("znode.container.checkIntervalMs", String.valueOf(CONTAINER_CHECK_MS));
         cfg.put("znode.container.maxPerMinute", "10000");
+        // A null value removes the key (the server's default applies).
+        overrides.forEach((k, v) -> {
+            if (v == null) {
+                cfg.remove(k);
+            } else {
+                cfg.put(k, v);
+            }
+        });
         return cfg;
     }
 
@@ -135,10 +141,10 @@ final class ServerProcess implements AutoCloseable {
         }
     }
 
-    private static Path writeZooCfg(Path dir, int port, boolean allFourLetterWords) throws IOException {
+    private static Path writeZooCfg(Path dir, int port, Map<String, String> overrides) throws IOException {
         Path data = Files.createDirectories(dir.resolve("data"));
         StringBuilder sb = new StringBuilder();
-        zooCfg(data.toAbsolutePath(), port, allFourLetterWords)
+        zooCfg(data.toAbsolutePath(), port, overrides)
                 .forEach((k, v) -> sb.append(k).append('=').append(v).append('\n'));
         Path cfg = dir.resolve("zoo.cfg");
         Files.writeString(cfg, sb.toString());

@@ -1,5 +1,6 @@
 package meerkat.compat;
 
+import java.util.Map;
 import org.junit.jupiter.api.extension.BeforeAllCallback;
 import org.junit.jupiter.api.extension.ExtensionContext;
 
@@ -31,7 +32,7 @@ final class Servers implements BeforeAllCallback {
 
     static synchronized Pair shared() {
         if (shared == null) {
-            shared = Pair.start("shared", true);
+            shared = Pair.start("shared", Map.of());
         }
         return shared;
     }
@@ -39,28 +40,29 @@ final class Servers implements BeforeAllCallback {
     /** A ZooKeeper server and, unless in ZooKeeper-only mode, a meerkat server with the same zoo.cfg. */
     static final class Pair implements ExtensionContext.Store.CloseableResource, AutoCloseable {
         final String tag;
-        final boolean allFourLetterWords;
+        final Map<String, String> overrides;
         final ServerProcess zookeeper;
         private ServerProcess meerkat;
         private String meerkatProblem;
         private int failedStarts;
         private final Thread hook = new Thread(this::close, "compat-server-stopper");
 
-        private Pair(String tag, boolean allFourLetterWords, ServerProcess zookeeper) {
+        private Pair(String tag, Map<String, String> overrides, ServerProcess zookeeper) {
             this.tag = tag;
-            this.allFourLetterWords = allFourLetterWords;
+            this.overrides = overrides;
             this.zookeeper = zookeeper;
             Runtime.getRuntime().addShutdownHook(hook);
         }
 
-        static Pair start(String tag, boolean allFourLetterWords) {
+        /** Starts both servers with the suite's zoo.cfg changed by overrides (null value = key left out). */
+        static Pair start(String tag, Map<String, String> overrides) {
             ServerProcess zk;
             try {
-                zk = ServerProcess.startZooKeeper("zookeeper-" + tag, allFourLetterWords);
+                zk = ServerProcess.startZooKeeper("zookeeper-" + tag, overrides);
             } catch (Exception e) {
                 throw new IllegalStateException("could not start Apache ZooKeeper: " + e.getMessage(), e);
             }
-            Pair p = new Pair(tag, allFourLetterWords, zk);
+            Pair p = new Pair(tag, overrides, zk);
             if (!zookeeperOnly()) {
                 p.startMeerkat();
             }
@@ -75,7 +77,7 @@ final class Servers implements BeforeAllCallback {
                 return;
             }
             try {
-                meerkat = ServerProcess.startMeerkat("meerkat-" + tag, bin, allFourLetterWords);
+                meerkat = ServerProcess.startMeerkat("meerkat-" + tag, bin, overrides);
                 meerkatProblem = null;
                 failedStarts = 0;
             } catch (Exception e) {

@@ -16,6 +16,7 @@ import org.apache.zookeeper.WatchedEvent;
 import org.apache.zookeeper.Watcher;
 import org.apache.zookeeper.ZooDefs;
 import org.apache.zookeeper.ZooKeeper;
+import org.apache.zookeeper.admin.ZooKeeperAdmin;
 import org.apache.zookeeper.data.ACL;
 import org.apache.zookeeper.data.ClientInfo;
 import org.apache.zookeeper.data.Stat;
@@ -49,7 +50,7 @@ final class Session implements AutoCloseable {
     }
 
     /** A watcher that reports into this session's event queue under the given name. */
-    static Watcher recorder(String name, LinkedBlockingQueue<String[]> queue, Transcript t) {
+    static Watcher recorder(String name, LinkedBlockingQueue<String[]> queue) {
         return new Watcher() {
             @Override
             public void process(WatchedEvent e) {
@@ -65,7 +66,7 @@ final class Session implements AutoCloseable {
     }
 
     Watcher watcher(String name) {
-        return recorder(name, queue, t);
+        return recorder(name, queue);
     }
 
     static byte[] bytes(String s) {
@@ -182,6 +183,21 @@ final class Session implements AutoCloseable {
         return call("getACL " + path, () -> zk.getACL(path, st), a -> acl(a) + " " + t.stat(st));
     }
 
+    /**
+     * getACL with the entries sorted: for lists made by the "auth" scheme, which
+     * ZooKeeper expands in the hash order of the session's identities (a
+     * ConcurrentHashMap key set), an order no client may rely on.
+     */
+    List<ACL> getACLSorted(String path) {
+        Stat st = new Stat();
+        return call("getACL(sorted) " + path, () -> zk.getACL(path, st), a -> {
+            List<String> l = new ArrayList<>();
+            a.forEach(x -> l.add(acl(List.of(x))));
+            l.sort(null);
+            return l + " " + t.stat(st);
+        });
+    }
+
     Stat setACL(String path, List<ACL> acl, int aversion) {
         return call("setACL " + path + " " + acl(acl) + " av=" + aversion, () -> zk.setACL(path, acl, aversion), t::stat);
     }
@@ -191,6 +207,20 @@ final class Session implements AutoCloseable {
             zk.sync(path);
             return "ok";
         }, r -> r) != null;
+    }
+
+    /** getConfig reads /zookeeper/config (the client adds no chroot). */
+    byte[] getConfig(Watcher w) {
+        Stat st = new Stat();
+        return call("getConfig" + watch(w), () -> zk.getConfig(w, st), d -> Transcript.data(d) + " " + t.stat(st));
+    }
+
+    /** reconfig through ZooKeeperAdmin (the session must come from Scenario.connectAdmin). */
+    byte[] reconfigure(String joining, String leaving, String members) {
+        Stat st = new Stat();
+        return call("reconfig joining=" + joining + " leaving=" + leaving + " members=" + members,
+                () -> ((ZooKeeperAdmin) zk).reconfigure(joining, leaving, members, -1, st),
+                d -> Transcript.data(d) + " " + t.stat(st));
     }
 
     List<OpResult> multi(String desc, List<Op> ops) {
@@ -232,9 +262,10 @@ final class Session implements AutoCloseable {
         t.add(label + " addAuthInfo " + scheme + " " + auth);
     }
 
+    /** Sorted: ZooKeeper lists a session's identities in hash-set order. */
     List<ClientInfo> whoAmI() {
         return call("whoAmI", () -> zk.whoAmI(),
-                l -> l.stream().map(c -> c.getAuthScheme() + ":" + c.getUser()).collect(Collectors.toList()).toString());
+                l -> l.stream().map(c -> c.getAuthScheme() + ":" + c.getUser()).sorted().collect(Collectors.toList()).toString());
     }
 
     // ---------------------------------------------------------------- events
@@ -295,15 +326,39 @@ final class Session implements AutoCloseable {
      * server does not define (e.g. ephemerals of one session are deleted in hash order).
      */
     List<String> eventsUnordered(int n, long waitMs) {
-        List<String> lines = new ArrayList<>();
-        // Record into a scratch transcript position: collect, then sort, then write.
+        // Let events() write as usual, then take its lines back and write them sorted.
         int mark = t.size();
         events(n, waitMs);
-        lines.addAll(t.removeFrom(mark));
-        List<String> sortedLines = new ArrayList<>(lines);
-        sortedLines.sort(null);
-        sortedLines.forEach(t::add);
-        return sortedLines;
+        List<String> lines = t.removeFrom(mark);
+        lines.sort(null);
+        lines.forEach(t::add);
+        return lines;
+    }
+
+    /**
+     * Waits (bounded) for this session's default watcher to report SyncConnected,
+     * skipping nothing else; records the outcome.
+     */
+    boolean awaitConnected(long waitMs) {
+        long deadline = System.currentTimeMillis() + waitMs;
+        try {
+            while (true) {
+                long left = deadline - System.currentTimeMillis();
+                String[] e = left > 0 ? queue.poll(left, TimeUnit.MILLISECONDS) : null;
+                if (e == null) {
+                    t.add(label + " not connected within " + waitMs + " ms");
+                    return false;
+                }
+                if ("None".equals(e[1]) && "SyncConnected".equals(e[2])) {
+                    t.add(label + " connected session=" + t.session(zk.getSessionId()) + " timeout=" + zk.getSessionTimeout());
+                    return true;
+                }
+                t.add(formatEvent(e, false));
+            }
+        } catch (InterruptedException e) {
+            Thread.currentThread().interrupt();
+            throw new IllegalStateException("interrupted", e);
+        }
     }
 
     /** Shorthand: no events expected. */

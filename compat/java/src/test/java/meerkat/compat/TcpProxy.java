@@ -18,6 +18,7 @@ import java.util.concurrent.CopyOnWriteArrayList;
  * in either direction, new connections are refused (accepted and closed at once).
  * The server stops hearing pings; the client stops hearing replies.</li>
  * <li>{@link #thaw()}: forwarding resumes and new connections go through.</li>
+ * <li>{@link #dropConnections()}: closes the current connections.</li>
  * </ul>
  */
 final class TcpProxy implements AutoCloseable {
@@ -48,6 +49,14 @@ final class TcpProxy implements AutoCloseable {
 
     void thaw() {
         frozen = false;
+    }
+
+    /** Closes every connection now; the client notices at once and reconnects (if not frozen). */
+    void dropConnections() {
+        for (Socket s : sockets) {
+            closeQuietly(s);
+        }
+        sockets.clear();
     }
 
     private void acceptLoop() {
