@@ -53,17 +53,7 @@ impl Prep {
             Request::CloseSession => (OpCode::CloseSession, Ok(self.prep_close_session(tree, ctx))),
             other => (other.op_code(), self.prep_single(tree, ctx, other, None)),
         };
-        let (op_type, body) = match body {
-            Ok(body) => (op.code(), body),
-            Err(code) => (
-                OpCode::Error.code(),
-                TxnBody::Error(ErrorTxn { err: code.code() }),
-            ),
-        };
-        Txn {
-            header: header(ctx, op_type),
-            body,
-        }
+        to_txn(ctx, op, body)
     }
 
     /// A new session's transaction.
@@ -83,17 +73,7 @@ impl Prep {
         node_path: &str,
     ) -> Txn {
         let body = self.prep_delete_container(tree, ctx, node_path);
-        let (op_type, body) = match body {
-            Ok(body) => (OpCode::DeleteContainer.code(), body),
-            Err(code) => (
-                OpCode::Error.code(),
-                TxnBody::Error(ErrorTxn { err: code.code() }),
-            ),
-        };
-        Txn {
-            header: header(ctx, op_type),
-            body,
-        }
+        to_txn(ctx, OpCode::DeleteContainer, body)
     }
 
     fn prep_single(
@@ -437,6 +417,21 @@ impl Prep {
         TxnBody::CloseSession(CloseSessionTxn {
             paths_to_delete: paths.into_iter().collect(),
         })
+    }
+}
+
+/// A prep result as a transaction: a failure becomes an error transaction with its own zxid.
+fn to_txn(ctx: &PrepContext<'_>, op: OpCode, body: PrepResult) -> Txn {
+    let (op_type, body) = match body {
+        Ok(body) => (op.code(), body),
+        Err(code) => (
+            OpCode::Error.code(),
+            TxnBody::Error(ErrorTxn { err: code.code() }),
+        ),
+    };
+    Txn {
+        header: header(ctx, op_type),
+        body,
     }
 }
 
