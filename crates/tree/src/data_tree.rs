@@ -30,6 +30,33 @@ pub enum TxnOutcome {
     Error(ErrorCode),
 }
 
+/// The fields every kind of create transaction shares, unpacked once for [`DataTree::create`].
+struct NewNode<'a> {
+    path: &'a str,
+    data: &'a Option<Vec<u8>>,
+    acl: &'a [Acl],
+    owner: i64,
+    parent_cversion: i32,
+}
+
+impl<'a> NewNode<'a> {
+    fn of(
+        path: &'a str,
+        data: &'a Option<Vec<u8>>,
+        acl: &'a [Acl],
+        owner: i64,
+        parent_cversion: i32,
+    ) -> Self {
+        NewNode {
+            path,
+            data,
+            acl,
+            owner,
+            parent_cversion,
+        }
+    }
+}
+
 /// A change that may fire watches, with the ACL of the node it concerns (a watcher is told
 /// only if it may read that node, as in ZooKeeper's `ServerCnxn.process`).
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -278,11 +305,7 @@ impl DataTree {
                 let owner = if t.ephemeral { h.client_id } else { 0 };
                 self.create(
                     h,
-                    &t.path,
-                    &t.data,
-                    &t.acl,
-                    owner,
-                    t.parent_cversion,
+                    NewNode::of(&t.path, &t.data, &t.acl, owner, t.parent_cversion),
                     triggers,
                 )
             }
@@ -290,11 +313,7 @@ impl DataTree {
                 let owner = crate::node::CONTAINER_EPHEMERAL_OWNER;
                 self.create(
                     h,
-                    &t.path,
-                    &t.data,
-                    &t.acl,
-                    owner,
-                    t.parent_cversion,
+                    NewNode::of(&t.path, &t.data, &t.acl, owner, t.parent_cversion),
                     triggers,
                 )
             }
@@ -302,11 +321,7 @@ impl DataTree {
                 let owner = NodeKind::ttl_owner(t.ttl);
                 self.create(
                     h,
-                    &t.path,
-                    &t.data,
-                    &t.acl,
-                    owner,
-                    t.parent_cversion,
+                    NewNode::of(&t.path, &t.data, &t.acl, owner, t.parent_cversion),
                     triggers,
                 )
             }
@@ -364,17 +379,19 @@ impl DataTree {
         TxnOutcome::Multi(results)
     }
 
-    #[allow(clippy::too_many_arguments)] // the fields of a create transaction, unpacked once
     fn create(
         &mut self,
         h: &TxnHeader,
-        node_path: &str,
-        data: &Option<Vec<u8>>,
-        acl: &[Acl],
-        owner: i64,
-        parent_cversion: i32,
+        new: NewNode<'_>,
         triggers: &mut Vec<Trigger>,
     ) -> Result<TxnOutcome, ErrorCode> {
+        let NewNode {
+            path: node_path,
+            data,
+            acl,
+            owner,
+            parent_cversion,
+        } = new;
         let parent_path = path::parent_of(node_path);
         let name = path::name_of(node_path);
         let parent_id = self.find(parent_path).ok_or(ErrorCode::NoNode)?;
