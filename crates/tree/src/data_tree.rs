@@ -6,12 +6,14 @@
 //! setACL older than the node now at its path leaves that node alone).
 
 use crate::acl::{AclCache, AclList};
+use crate::arena::Arena;
 use crate::digest::NodeDigest;
-use crate::node::{Node, NodeId, NodeKind};
+use crate::node::{Children, Node, NodeId, NodeKind};
 use crate::path;
 use proto::txn::{Txn, TxnBody, TxnHeader};
 use proto::{Acl, ErrorCode, Stat, StatPersisted};
-use std::collections::{BTreeMap, BTreeSet, HashMap};
+use std::collections::{BTreeSet, HashMap};
+use std::sync::Arc;
 
 /// What a transaction did, for the reply.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -80,7 +82,7 @@ impl Trigger {
 
 #[derive(Debug)]
 pub struct DataTree {
-    nodes: Vec<Option<Node>>,
+    nodes: Arena,
     free: Vec<NodeId>,
     node_count: usize,
     data_size: u64,
@@ -98,7 +100,7 @@ pub struct DataTree {
 
 const ACL_PURGE_MIN: usize = 64;
 
-const ROOT: NodeId = 0;
+pub(crate) const ROOT: NodeId = 0;
 
 impl Default for DataTree {
     fn default() -> Self {
@@ -110,29 +112,13 @@ impl DataTree {
     /// A tree with `/`, `/zookeeper`, `/zookeeper/quota` and `/zookeeper/config`, as every
     /// ZooKeeper server has.
     pub fn new() -> DataTree {
-        let mut tree = DataTree {
-            nodes: Vec::new(),
-            free: Vec::new(),
-            node_count: 0,
-            data_size: 0,
-            acl_cache: AclCache::default(),
-            sessions: HashMap::new(),
-            ephemerals: HashMap::new(),
-            containers: BTreeSet::new(),
-            ttls: BTreeSet::new(),
-            last_processed_zxid: 0,
-            digest: NodeDigest::default(),
-            acl_purge_at: ACL_PURGE_MIN,
-        };
+        let mut tree = DataTree::empty();
         let open = tree.acl_cache.intern(&crate::acl::open_acl_unsafe());
-        let root = Node {
-            data: None,
-            acl: open.clone(),
-            stat: StatPersisted::default(),
-            children: BTreeMap::new(),
-        };
-        tree.alloc(root);
-        tree.digest.add("/", None, &StatPersisted::default());
+        tree.load_root(
+            None,
+            &crate::acl::open_acl_unsafe(),
+            StatPersisted::default(),
+        );
         tree.insert_system_node("/zookeeper", open.clone(), 0);
         tree.insert_system_node("/zookeeper/quota", open, 0);
         // The dynamic-config node is read-only for clients and has aversion −1, as in ZooKeeper.
@@ -147,6 +133,124 @@ impl DataTree {
         tree
     }
 
+    /// A tree with no nodes at all, for [`crate::snapshot::TreeLoader`] to fill.
+    pub(crate) fn empty() -> DataTree {
+        DataTree {
+            nodes: Arena::default(),
+            free: Vec::new(),
+            node_count: 0,
+            data_size: 0,
+            acl_cache: AclCache::default(),
+            sessions: HashMap::new(),
+            ephemerals: HashMap::new(),
+            containers: BTreeSet::new(),
+            ttls: BTreeSet::new(),
+            last_processed_zxid: 0,
+            digest: NodeDigest::default(),
+            acl_purge_at: ACL_PURGE_MIN,
+        }
+    }
+
+    /// Sets the root (slot 0) as a snapshot recorded it.
+    pub(crate) fn load_root(&mut self, data: Option<&[u8]>, acl: &[Acl], stat: StatPersisted) {
+        let acl = self.acl_cache.intern(acl);
+        let data: Option<Arc<[u8]>> = data.map(Arc::from);
+        // Like every other node, the root's data counts in the size (its path does not).
+        self.data_size += data.as_ref().map_or(0, |d| d.len()) as u64;
+        match self.nodes.get_mut(ROOT) {
+            Some(root) => {
+                self.data_size -= root.data.as_ref().map_or(0, |d| d.len()) as u64;
+                self.digest.remove("/", root.data.as_deref(), &root.stat);
+                root.data = data;
+                root.acl = acl;
+                root.stat = stat;
+                self.digest.add("/", root.data.as_deref(), &root.stat);
+            }
+            None => {
+                self.digest.add("/", data.as_deref(), &stat);
+                self.alloc(Node {
+                    data,
+                    acl,
+                    stat,
+                    children: Children::default(),
+                });
+            }
+        }
+    }
+
+    /// Adds a node exactly as a snapshot recorded it; its parent must be loaded already.
+    pub(crate) fn load_node(
+        &mut self,
+        node_path: &str,
+        data: Option<&[u8]>,
+        acl: &[Acl],
+        stat: StatPersisted,
+    ) -> Result<(), crate::snapshot::LoadError> {
+        use crate::snapshot::LoadError;
+        let name = path::name_of(node_path);
+        let parent_id = self
+            .find(path::parent_of(node_path))
+            .ok_or_else(|| LoadError::Orphan(node_path.to_string()))?;
+        if self.node_ref(parent_id).children.contains_key(name) {
+            return Err(LoadError::Duplicate(node_path.to_string()));
+        }
+        let acl = self.acl_cache.intern(acl);
+        let data: Option<Arc<[u8]>> = data.map(Arc::from);
+        self.digest.add(node_path, data.as_deref(), &stat);
+        self.data_size += (node_path.len() + data.as_ref().map_or(0, |d| d.len())) as u64;
+        let owner = stat.ephemeral_owner;
+        let id = self.alloc(Node {
+            data,
+            acl,
+            stat,
+            children: Children::default(),
+        });
+        self.node_mut(parent_id).children.insert(name, id);
+        self.index_kind(node_path, owner);
+        Ok(())
+    }
+
+    pub(crate) fn load_session(&mut self, session_id: i64, timeout_ms: i32) {
+        self.sessions.insert(session_id, timeout_ms);
+    }
+
+    pub(crate) fn set_last_processed_zxid(&mut self, zxid: i64) {
+        self.last_processed_zxid = zxid;
+    }
+
+    /// The whole state as it is now, for a snapshot taken while writes go on. Cheap: it shares
+    /// the node arena copy-on-write.
+    pub fn freeze(&self) -> crate::snapshot::TreeSnapshot {
+        let mut sessions: Vec<(i64, i32)> = self.sessions.iter().map(|(&k, &v)| (k, v)).collect();
+        sessions.sort_unstable();
+        crate::snapshot::TreeSnapshot {
+            arena: self.nodes.freeze(),
+            sessions,
+            zxid: self.last_processed_zxid,
+            digest: self.digest.value(),
+            node_count: self.node_count,
+        }
+    }
+
+    /// Records a node in the index of its kind (ephemerals by owner, containers, TTL nodes).
+    fn index_kind(&mut self, node_path: &str, owner: i64) {
+        match NodeKind::of_owner(owner) {
+            NodeKind::Ephemeral(session) => {
+                self.ephemerals
+                    .entry(session)
+                    .or_default()
+                    .insert(node_path.to_string());
+            }
+            NodeKind::Container => {
+                self.containers.insert(node_path.to_string());
+            }
+            NodeKind::Ttl(_) => {
+                self.ttls.insert(node_path.to_string());
+            }
+            NodeKind::Persistent => {}
+        }
+    }
+
     fn insert_system_node(&mut self, node_path: &str, acl: AclList, aversion: i32) {
         let parent = self.find(path::parent_of(node_path)).unwrap_or(ROOT);
         let stat = StatPersisted {
@@ -155,34 +259,31 @@ impl DataTree {
         };
         self.digest.add(node_path, Some(&[]), &stat);
         let node = Node {
-            data: Some(Box::new([])),
+            data: Some(Arc::from(&[][..])),
             acl,
             stat,
-            children: BTreeMap::new(),
+            children: Children::default(),
         };
         let id = self.alloc(node);
         self.node_mut(parent)
             .children
-            .insert(path::name_of(node_path).into(), id);
+            .insert(path::name_of(node_path), id);
         self.data_size += node_path.len() as u64;
     }
 
     fn alloc(&mut self, node: Node) -> NodeId {
         self.node_count += 1;
         match self.free.pop() {
-            Some(id) => {
-                self.nodes[id as usize] = Some(node);
-                id
-            }
-            None => {
-                self.nodes.push(Some(node));
-                (self.nodes.len() - 1) as NodeId
-            }
+            Some(id) => match self.nodes.put(id, node) {
+                Ok(()) => id,
+                Err(node) => self.nodes.push(node),
+            },
+            None => self.nodes.push(node),
         }
     }
 
     fn release(&mut self, id: NodeId) -> Option<Node> {
-        let node = self.nodes.get_mut(id as usize)?.take()?;
+        let node = self.nodes.take(id)?;
         self.node_count -= 1;
         self.free.push(id);
         Some(node)
@@ -190,14 +291,12 @@ impl DataTree {
 
     fn node_ref(&self, id: NodeId) -> &Node {
         // Ids come only from child maps of live nodes, which are kept consistent by apply.
-        self.nodes[id as usize]
-            .as_ref()
-            .expect("child map points at a live node")
+        self.nodes.get(id).expect("child map points at a live node")
     }
 
     fn node_mut(&mut self, id: NodeId) -> &mut Node {
-        self.nodes[id as usize]
-            .as_mut()
+        self.nodes
+            .get_mut(id)
             .expect("child map points at a live node")
     }
 
@@ -410,14 +509,14 @@ impl DataTree {
             pzxid: h.zxid,
         };
         let acl = self.acl_cache.intern(acl);
-        let data: Option<Box<[u8]>> = data.as_ref().map(|d| d.clone().into_boxed_slice());
+        let data: Option<Arc<[u8]>> = data.as_deref().map(Arc::from);
         self.digest.add(node_path, data.as_deref(), &stat);
         self.data_size += (node_path.len() + data.as_ref().map_or(0, |d| d.len())) as u64;
         let node = Node {
             data,
             acl,
             stat,
-            children: BTreeMap::new(),
+            children: Children::default(),
         };
         let id = self.alloc(node);
         self.update_parent(parent_path, parent_id, |parent| {
@@ -431,23 +530,9 @@ impl DataTree {
                 parent.stat.cversion = cversion;
                 parent.stat.pzxid = h.zxid;
             }
-            parent.children.insert(name.into(), id);
+            parent.children.insert(name, id);
         });
-        match NodeKind::of_owner(owner) {
-            NodeKind::Ephemeral(session) => {
-                self.ephemerals
-                    .entry(session)
-                    .or_default()
-                    .insert(node_path.to_string());
-            }
-            NodeKind::Container => {
-                self.containers.insert(node_path.to_string());
-            }
-            NodeKind::Ttl(_) => {
-                self.ttls.insert(node_path.to_string());
-            }
-            NodeKind::Persistent => {}
-        }
+        self.index_kind(node_path, owner);
         let stat = self.node_ref(id).stat();
         let (acl, parent_acl) = (
             self.node_ref(id).acl.clone(),
@@ -467,7 +552,7 @@ impl DataTree {
     /// Runs `change` on the node at `node_path`, keeping the digest current.
     fn update_parent(&mut self, node_path: &str, id: NodeId, change: impl FnOnce(&mut Node)) {
         let Self { nodes, digest, .. } = self;
-        let node = nodes[id as usize].as_mut().expect("caller found this node");
+        let node = nodes.get_mut(id).expect("caller found this node");
         digest.remove(node_path, node.data.as_deref(), &node.stat);
         change(node);
         digest.add(node_path, node.data.as_deref(), &node.stat);
@@ -549,7 +634,7 @@ impl DataTree {
         let old_len = self.node_ref(id).data.as_ref().map_or(0, |d| d.len()) as u64;
         let new_len = data.as_ref().map_or(0, |d| d.len()) as u64;
         self.update_parent(node_path, id, |node| {
-            node.data = data.as_ref().map(|d| d.clone().into_boxed_slice());
+            node.data = data.as_deref().map(Arc::from);
             node.stat.version = version;
             node.stat.mzxid = h.zxid;
             node.stat.mtime = h.time;
@@ -607,15 +692,8 @@ impl DataTree {
         }
     }
 
-    /// Walks every node depth-first with its path (for snapshots, dumps and tests).
-    pub fn for_each(&self, mut visit: impl FnMut(&str, &Node)) {
-        let mut stack = vec![("/".to_string(), ROOT)];
-        while let Some((node_path, id)) = stack.pop() {
-            let node = self.node_ref(id);
-            visit(&node_path, node);
-            for (name, child) in node.children.iter().rev() {
-                stack.push((path::join(&node_path, name), *child));
-            }
-        }
+    /// Walks every node depth-first with its path (for dumps and tests).
+    pub fn for_each(&self, visit: impl FnMut(&str, &Node)) {
+        crate::snapshot::walk(&self.nodes, visit);
     }
 }

@@ -7,14 +7,19 @@
 //!   state ([`pending`]) in ZooKeeper's order of checks.
 //! * [`acl`]: schemes, permission checks, ACL interning.
 //! * [`node`], [`path`], [`digest`]: a znode, path syntax, the incremental tree digest.
+//! * [`arena`], [`snapshot`]: copy-on-write node storage, so a consistent snapshot can be
+//!   written while writes continue; the loader that rebuilds a tree from one.
 
 pub mod acl;
+pub mod arena;
 pub mod data_tree;
 pub mod digest;
 pub mod node;
 pub mod path;
 pub mod pending;
 pub mod prep;
+pub mod snapshot;
 
 pub use data_tree::{DataTree, Trigger, TxnOutcome};
 pub use prep::{Prep, PrepContext};
+pub use snapshot::{LoadError, TreeLoader, TreeSnapshot};

@@ -1,19 +1,60 @@
 //! One znode as stored: data, a shared ACL list, persisted stat and children by name.
 //! The node does not store its own path or name; its parent's child map holds the name once.
+//!
+//! Data and the child map are shared pointers so that copying a node (when a snapshot holds
+//! its arena chunk, see [`crate::arena`]) costs a few reference-count increments.
 
 use crate::acl::AclList;
 use proto::{Stat, StatPersisted};
 use std::collections::BTreeMap;
+use std::ops::Deref;
+use std::sync::{Arc, OnceLock};
 
 /// Index of a node in the tree's arena.
 pub type NodeId = u32;
 
 #[derive(Debug, Clone)]
 pub struct Node {
-    pub data: Option<Box<[u8]>>,
+    pub data: Option<Arc<[u8]>>,
     pub acl: AclList,
     pub stat: StatPersisted,
-    pub children: BTreeMap<Box<str>, NodeId>,
+    pub children: Children,
+}
+
+/// A node's children by name, in name order. Copy-on-write: a copy shares the map until one
+/// side changes it, and every childless node shares one empty map (no allocation per leaf).
+#[derive(Debug, Clone)]
+pub struct Children(Arc<BTreeMap<Arc<str>, NodeId>>);
+
+impl Default for Children {
+    fn default() -> Self {
+        static EMPTY: OnceLock<Arc<BTreeMap<Arc<str>, NodeId>>> = OnceLock::new();
+        Children(EMPTY.get_or_init(|| Arc::new(BTreeMap::new())).clone())
+    }
+}
+
+impl Deref for Children {
+    type Target = BTreeMap<Arc<str>, NodeId>;
+    fn deref(&self) -> &Self::Target {
+        &self.0
+    }
+}
+
+impl Children {
+    pub fn insert(&mut self, name: &str, id: NodeId) {
+        Arc::make_mut(&mut self.0).insert(name.into(), id);
+    }
+
+    pub fn remove(&mut self, name: &str) -> Option<NodeId> {
+        if !self.0.contains_key(name) {
+            return None;
+        }
+        let removed = Arc::make_mut(&mut self.0).remove(name);
+        if self.0.is_empty() {
+            *self = Children::default();
+        }
+        removed
+    }
 }
 
 impl Node {

@@ -1,0 +1,127 @@
+//! The node arena, copy-on-write in fixed-size chunks.
+//!
+//! A snapshot must see the tree at one exact zxid while writes go on (DESIGN.md §5: consistent
+//! snapshots, not ZooKeeper's fuzzy ones). Freezing clones only the list of chunk pointers
+//! (a million nodes are about four thousand chunks); afterwards the first change to a chunk the
+//! frozen view still holds copies that one chunk. A chunk copy is cheap because a node's data,
+//! ACL and child map are themselves shared pointers.
+
+use crate::node::{Node, NodeId};
+use std::sync::Arc;
+
+/// Nodes per chunk: small enough that copying one during a snapshot costs microseconds.
+const CHUNK_LEN: usize = 256;
+
+type Chunk = Vec<Option<Node>>;
+
+#[derive(Debug, Clone, Default)]
+pub struct Arena {
+    chunks: Vec<Arc<Chunk>>,
+    /// Slots handed out so far (live or freed).
+    len: usize,
+}
+
+impl Arena {
+    pub fn get(&self, id: NodeId) -> Option<&Node> {
+        let id = id as usize;
+        self.chunks
+            .get(id / CHUNK_LEN)?
+            .get(id % CHUNK_LEN)?
+            .as_ref()
+    }
+
+    /// The node, copying its chunk first if a frozen view shares it.
+    pub fn get_mut(&mut self, id: NodeId) -> Option<&mut Node> {
+        let id = id as usize;
+        let chunk = self.chunks.get_mut(id / CHUNK_LEN)?;
+        Arc::make_mut(chunk).get_mut(id % CHUNK_LEN)?.as_mut()
+    }
+
+    /// Puts a node in a fresh slot at the end.
+    pub fn push(&mut self, node: Node) -> NodeId {
+        let id = self.len;
+        if id.is_multiple_of(CHUNK_LEN) {
+            self.chunks.push(Arc::new(Vec::with_capacity(CHUNK_LEN)));
+        }
+        let chunk = self.chunks.last_mut().expect("a chunk was just ensured");
+        Arc::make_mut(chunk).push(Some(node));
+        self.len += 1;
+        id as NodeId
+    }
+
+    /// Puts a node in a slot freed earlier. Returns the node back if the slot is not free.
+    pub fn put(&mut self, id: NodeId, node: Node) -> Result<(), Node> {
+        let i = id as usize;
+        let Some(chunk) = self.chunks.get_mut(i / CHUNK_LEN) else {
+            return Err(node);
+        };
+        match Arc::make_mut(chunk).get_mut(i % CHUNK_LEN) {
+            Some(slot @ None) => {
+                *slot = Some(node);
+                Ok(())
+            }
+            _ => Err(node),
+        }
+    }
+
+    /// Empties a slot, returning its node.
+    pub fn take(&mut self, id: NodeId) -> Option<Node> {
+        let i = id as usize;
+        let chunk = self.chunks.get_mut(i / CHUNK_LEN)?;
+        Arc::make_mut(chunk).get_mut(i % CHUNK_LEN)?.take()
+    }
+
+    /// A read-only view of the arena as it is now, unaffected by later changes.
+    pub fn freeze(&self) -> Arena {
+        self.clone()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::acl::AclCache;
+    use proto::StatPersisted;
+
+    fn node(version: i32) -> Node {
+        let mut acls = AclCache::default();
+        Node {
+            data: None,
+            acl: acls.intern(&crate::acl::open_acl_unsafe()),
+            stat: StatPersisted {
+                version,
+                ..StatPersisted::default()
+            },
+            children: crate::node::Children::default(),
+        }
+    }
+
+    #[test]
+    fn frozen_view_keeps_old_values_while_the_live_arena_changes() {
+        let mut arena = Arena::default();
+        let ids: Vec<NodeId> = (0..1000).map(|v| arena.push(node(v))).collect();
+        let frozen = arena.freeze();
+        for &id in &ids {
+            arena.get_mut(id).expect("live").stat.version += 10_000;
+        }
+        arena.take(ids[5]);
+        let extra = arena.push(node(-1));
+        for (v, &id) in ids.iter().enumerate() {
+            assert_eq!(frozen.get(id).expect("frozen").stat.version, v as i32);
+        }
+        assert!(frozen.get(extra).is_none());
+        assert!(arena.get(ids[5]).is_none());
+        assert_eq!(arena.get(ids[6]).expect("live").stat.version, 10_006);
+    }
+
+    #[test]
+    fn put_fills_only_free_slots() {
+        let mut arena = Arena::default();
+        let a = arena.push(node(1));
+        assert!(arena.put(a, node(2)).is_err());
+        arena.take(a);
+        assert!(arena.put(a, node(3)).is_ok());
+        assert_eq!(arena.get(a).expect("put").stat.version, 3);
+        assert!(arena.put(99, node(4)).is_err());
+    }
+}
