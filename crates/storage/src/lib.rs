@@ -1,0 +1,34 @@
+//! meerkat's persistence (DESIGN.md §5): the write-ahead log with group commit, consistent
+//! snapshots, recovery, retention, and the tools operators use on a data dir.
+//!
+//! # Layout
+//! * [`persistence`]: the server's handle — append, durable notifications, snapshot policy;
+//!   the seam where the diskless mode plugs in.
+//! * [`group_commit`], [`wal_writer`], [`wal`]: the log's writer thread, segment rolling, and
+//!   the segment format (header, framed records, scanning).
+//! * [`snapshot_file`]: the snapshot format, written from a frozen tree on its own thread.
+//! * [`recovery`]: newest valid snapshot + log replay; torn tails cut, damage refused.
+//! * [`purge`], [`inspect`]: retention; listing, verification and repair for operators.
+//! * [`fs`], [`faulty_fs`]: the file operations used, and a file system that forgets unsynced
+//!   data, for crash tests.
+//! * [`record`], [`layout`], [`error`]: framing and checksums, file names, errors.
+
+pub mod error;
+pub mod faulty_fs;
+pub mod fs;
+pub mod group_commit;
+pub mod inspect;
+pub mod layout;
+pub mod persistence;
+pub mod purge;
+pub mod record;
+pub mod recovery;
+pub mod snapshot_file;
+pub mod wal;
+pub mod wal_writer;
+
+pub use error::StorageError;
+pub use fs::{FileSystem, RealFs};
+pub use layout::Layout;
+pub use persistence::{Persistence, PersistenceOptions};
+pub use recovery::Recovered;

@@ -1,0 +1,236 @@
+//! The server's one handle on persistence: where committed transactions go before they are
+//! applied, and when snapshots are taken. The durability mode is a policy of this type
+//! (DESIGN.md §5), so the server's request path does not change between modes.
+//!
+//! * `Durable` (the default): every transaction is appended to the log and fsynced (group
+//!   commit) before `on_durable` reports it; a snapshot every `snapCount` transactions,
+//!   randomised per server so an ensemble does not snapshot in unison.
+//! * The diskless mode will plug in here: no log append (`on_durable` at once), a snapshot
+//!   started after every write when none runs, and a complete snapshot at failure checkpoints.
+
+use crate::error::{Result, StorageError};
+use crate::fs::FileSystem;
+use crate::group_commit::{GroupCommit, GroupCommitOptions, WalStats};
+use crate::layout::Layout;
+use crate::recovery::{self, Recovered};
+use crate::wal::encode_txn;
+use crate::wal_writer::WalWriter;
+use crate::{purge, snapshot_file};
+use proto::txn::Txn;
+use std::sync::atomic::{AtomicBool, AtomicI64, AtomicU64, Ordering};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+use tree::DataTree;
+
+#[derive(Debug, Clone)]
+pub struct PersistenceOptions {
+    pub layout: Layout,
+    pub force_sync: bool,
+    /// `preAllocSize`, bytes reserved per log segment.
+    pub segment_bytes: u64,
+    /// `snapCount`: a snapshot after about this many transactions.
+    pub snap_count: u64,
+    /// `autopurge.snapRetainCount` and `autopurge.purgeInterval` (0: never purge).
+    pub snap_retain_count: usize,
+    pub purge_interval: Duration,
+    pub fsync_warn: Duration,
+}
+
+/// Numbers for operators.
+#[derive(Debug, Default)]
+pub struct SnapshotStats {
+    pub taken: AtomicU64,
+    pub last_zxid: AtomicI64,
+    pub last_millis: AtomicU64,
+    pub last_bytes: AtomicU64,
+}
+
+pub struct Persistence {
+    fs: Arc<dyn FileSystem>,
+    options: PersistenceOptions,
+    wal: GroupCommit,
+    since_snapshot: u64,
+    next_snapshot_at: u64,
+    snapshot_running: Arc<AtomicBool>,
+    pub snapshot_stats: Arc<SnapshotStats>,
+    next_purge: Option<Instant>,
+    random: u64,
+}
+
+impl Persistence {
+    /// Recovers the state from disk and starts the log writer after it. `on_durable(zxid)`
+    /// runs on the writer thread whenever transactions up to `zxid` are durable; `on_failure`
+    /// runs once if the log cannot be written (the server must stop).
+    pub fn open(
+        fs: Arc<dyn FileSystem>,
+        options: PersistenceOptions,
+        on_durable: Box<dyn FnMut(i64) + Send>,
+        on_failure: Box<dyn FnOnce(StorageError) + Send>,
+    ) -> Result<(Persistence, Recovered)> {
+        if !options.force_sync {
+            tracing::warn!(
+                "forceSync=no: the transaction log is never fsynced. Acknowledged writes can be \
+                 LOST if the machine crashes or loses power. Use only for tests."
+            );
+        }
+        let recovered = recovery::recover(fs.as_ref(), &options.layout)?;
+        let writer = WalWriter::new(
+            fs.clone(),
+            options.layout.clone(),
+            recovered.last_zxid,
+            options.segment_bytes,
+        );
+        let wal = GroupCommit::start(
+            writer,
+            GroupCommitOptions {
+                force_sync: options.force_sync,
+                fsync_warn: options.fsync_warn,
+            },
+            on_durable,
+            on_failure,
+        )
+        .map_err(StorageError::io(
+            "start log writer thread",
+            &options.layout.wal_dir,
+        ))?;
+        let random = seed();
+        let mut persistence = Persistence {
+            fs,
+            next_purge: (!options.purge_interval.is_zero())
+                .then(|| Instant::now() + options.purge_interval),
+            options,
+            wal,
+            since_snapshot: 0,
+            next_snapshot_at: 0,
+            snapshot_running: Arc::new(AtomicBool::new(false)),
+            snapshot_stats: Arc::new(SnapshotStats::default()),
+            random,
+        };
+        persistence.next_snapshot_at = persistence.draw_snapshot_interval();
+        Ok((persistence, recovered))
+    }
+
+    /// Queues a transaction for the log. Its durability is reported through `on_durable`.
+    pub fn append(&mut self, txn: &Txn) -> Result<()> {
+        self.wal.append(txn.header.zxid, encode_txn(txn))
+    }
+
+    /// Call after applying each transaction: starts a snapshot when enough have accumulated
+    /// (and none is running), and purges when its interval has passed.
+    pub fn applied(&mut self, tree: &DataTree) {
+        self.since_snapshot += 1;
+        if self.since_snapshot >= self.next_snapshot_at
+            && !self.snapshot_running.load(Ordering::Acquire)
+        {
+            self.snapshot(tree);
+        }
+        if self.next_purge.is_some_and(|at| Instant::now() >= at) {
+            self.next_purge = Some(Instant::now() + self.options.purge_interval);
+            self.start_purge();
+        }
+    }
+
+    /// Starts a consistent snapshot of `tree` as it is now, on its own thread. Returns false
+    /// if one is already running.
+    pub fn snapshot(&mut self, tree: &DataTree) -> bool {
+        if self.snapshot_running.swap(true, Ordering::AcqRel) {
+            return false;
+        }
+        self.since_snapshot = 0;
+        self.next_snapshot_at = self.draw_snapshot_interval();
+        let frozen = tree.freeze();
+        let (fs, layout) = (self.fs.clone(), self.options.layout.clone());
+        let (running, stats) = (self.snapshot_running.clone(), self.snapshot_stats.clone());
+        let spawned = std::thread::Builder::new()
+            .name("meerkat-snapshot".into())
+            .spawn(move || {
+                let started = Instant::now();
+                match snapshot_file::write(fs.as_ref(), &layout, &frozen, wall_ms()) {
+                    Ok(written) => {
+                        let ms = started.elapsed().as_millis() as u64;
+                        stats.taken.fetch_add(1, Ordering::Relaxed);
+                        stats.last_zxid.store(frozen.zxid(), Ordering::Relaxed);
+                        stats.last_millis.store(ms, Ordering::Relaxed);
+                        stats.last_bytes.store(written.bytes, Ordering::Relaxed);
+                        tracing::info!(
+                            path = %written.path.display(),
+                            zxid = format!("{:#x}", frozen.zxid()),
+                            nodes = frozen.node_count(),
+                            bytes = written.bytes,
+                            ms,
+                            "snapshot written"
+                        );
+                    }
+                    // A failed snapshot loses nothing (the log still has everything); say so
+                    // and try again at the next interval.
+                    Err(e) => tracing::error!(error = %e, "snapshot failed; the log still holds every transaction"),
+                }
+                running.store(false, Ordering::Release);
+            });
+        if let Err(e) = spawned {
+            tracing::error!(error = %e, "could not start the snapshot thread");
+            self.snapshot_running.store(false, Ordering::Release);
+            return false;
+        }
+        true
+    }
+
+    pub fn snapshot_running(&self) -> bool {
+        self.snapshot_running.load(Ordering::Acquire)
+    }
+
+    fn start_purge(&self) {
+        let (fs, layout, retain) = (
+            self.fs.clone(),
+            self.options.layout.clone(),
+            self.options.snap_retain_count,
+        );
+        let _ = std::thread::Builder::new()
+            .name("meerkat-purge".into())
+            .spawn(move || {
+                if let Err(e) = purge::purge(fs.as_ref(), &layout, retain) {
+                    tracing::error!(error = %e, "purge failed");
+                }
+            });
+    }
+
+    pub fn wal_stats(&self) -> &Arc<WalStats> {
+        &self.wal.stats
+    }
+
+    pub fn has_failed(&self) -> bool {
+        self.wal.has_failed()
+    }
+
+    pub fn options(&self) -> &PersistenceOptions {
+        &self.options
+    }
+
+    /// ZooKeeper's rule: between snapCount/2 and snapCount transactions, drawn afresh each time.
+    fn draw_snapshot_interval(&mut self) -> u64 {
+        let half = (self.options.snap_count / 2).max(1);
+        // xorshift64: no need for a cryptographic generator to spread snapshot times.
+        self.random ^= self.random << 13;
+        self.random ^= self.random >> 7;
+        self.random ^= self.random << 17;
+        half + self.random % half
+    }
+
+    /// Stops the log writer after it has written and synced everything queued.
+    pub fn close(self) {
+        self.wal.close();
+    }
+}
+
+fn seed() -> u64 {
+    let nanos = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| d.as_nanos() as u64);
+    (nanos ^ (u64::from(std::process::id()) << 32)) | 1
+}
+
+fn wall_ms() -> i64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| d.as_millis() as i64)
+}

@@ -1,0 +1,388 @@
+//! Snapshot files: a consistent copy of the tree and sessions at one zxid.
+//!
+//! Layout (big-endian): a 56-byte header — magic `MKSNAP\r\n`, format version, reserved, zxid,
+//! tree digest, node count, creation time (ms), CRC32C of the first 48 bytes, padding — then
+//! framed chunks (length, CRC32C, payload; [`crate::record`]) of up to 256 KiB, each holding
+//! whole records: a session, an ACL list (numbered on first use), a node, and last an end
+//! record with the counts. A file without its end record, or whose rebuilt tree does not hash
+//! to the recorded digest, is not a snapshot.
+//!
+//! Written as `<name>.tmp`, fsynced, renamed, and the directory fsynced: a crash leaves either
+//! no snapshot or a whole one.
+
+use crate::error::{Result, StorageError};
+use crate::fs::FileSystem;
+use crate::layout::{Layout, TEMP_SUFFIX};
+use crate::record::{self, FRAME_HEADER_LEN, PAYLOAD_MAX};
+use proto::jute::{Reader, Record, Writer};
+use proto::{Acl, StatPersisted};
+use std::collections::HashMap;
+use std::io::Read;
+use std::path::{Path, PathBuf};
+use tree::{DataTree, TreeLoader, TreeSnapshot};
+
+const MAGIC: &[u8; 8] = b"MKSNAP\r\n";
+const VERSION: u32 = 1;
+const HEADER_LEN: usize = 56;
+const CHUNK_BYTES: usize = 256 << 10;
+
+const TAG_SESSION: u8 = 1;
+const TAG_ACL: u8 = 2;
+const TAG_NODE: u8 = 3;
+const TAG_END: u8 = 0xff;
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct SnapshotHeader {
+    pub zxid: i64,
+    pub digest: u64,
+    pub node_count: u64,
+    pub created_ms: i64,
+}
+
+impl SnapshotHeader {
+    fn encode(&self) -> [u8; HEADER_LEN] {
+        let mut h = [0u8; HEADER_LEN];
+        h[..8].copy_from_slice(MAGIC);
+        h[8..12].copy_from_slice(&VERSION.to_be_bytes());
+        h[16..24].copy_from_slice(&self.zxid.to_be_bytes());
+        h[24..32].copy_from_slice(&self.digest.to_be_bytes());
+        h[32..40].copy_from_slice(&self.node_count.to_be_bytes());
+        h[40..48].copy_from_slice(&self.created_ms.to_be_bytes());
+        let sum = record::crc(&h[..48]);
+        h[48..52].copy_from_slice(&sum.to_be_bytes());
+        h
+    }
+
+    fn decode(h: &[u8; HEADER_LEN]) -> std::result::Result<SnapshotHeader, &'static str> {
+        if &h[..8] != MAGIC {
+            return Err("not a meerkat snapshot (bad magic)");
+        }
+        if record::crc(&h[..48]) != u32::from_be_bytes([h[48], h[49], h[50], h[51]]) {
+            return Err("header checksum mismatch");
+        }
+        if u32::from_be_bytes([h[8], h[9], h[10], h[11]]) != VERSION {
+            return Err("unknown snapshot format version");
+        }
+        let u64_at = |at: usize| {
+            let mut b = [0u8; 8];
+            b.copy_from_slice(&h[at..at + 8]);
+            u64::from_be_bytes(b)
+        };
+        Ok(SnapshotHeader {
+            zxid: u64_at(16) as i64,
+            digest: u64_at(24),
+            node_count: u64_at(32),
+            created_ms: u64_at(40) as i64,
+        })
+    }
+}
+
+/// What writing a snapshot produced.
+#[derive(Debug, Clone)]
+pub struct Written {
+    pub path: PathBuf,
+    pub bytes: u64,
+    pub header: SnapshotHeader,
+}
+
+/// Writes `snapshot` durably as `snap-<zxid>.snap` under the layout's snapshot dir.
+pub fn write(
+    fs: &dyn FileSystem,
+    layout: &Layout,
+    snapshot: &TreeSnapshot,
+    created_ms: i64,
+) -> Result<Written> {
+    let path = layout.snap_path(snapshot.zxid());
+    let temp = temp_path(&path);
+    let header = SnapshotHeader {
+        zxid: snapshot.zxid(),
+        digest: snapshot.digest(),
+        node_count: snapshot.node_count() as u64,
+        created_ms,
+    };
+    let mut out = ChunkWriter::new(fs, &temp)?;
+    out.file_write(&header.encode())?;
+    for &(id, timeout) in snapshot.sessions() {
+        let mut w = Writer::new();
+        w.write_raw(&[TAG_SESSION]);
+        w.write_i64(id);
+        w.write_i32(timeout);
+        out.record(w.as_slice())?;
+    }
+    let mut acl_ids: HashMap<*const Acl, u32> = HashMap::new();
+    let mut nodes = 0u64;
+    let mut failure = None;
+    snapshot.for_each(|node_path, node| {
+        if failure.is_some() {
+            return;
+        }
+        let key = node.acl.as_ptr();
+        let next_id = acl_ids.len() as u32;
+        let acl_id = *acl_ids.entry(key).or_insert_with(|| {
+            let mut w = Writer::new();
+            w.write_raw(&[TAG_ACL]);
+            w.write_i32(next_id as i32);
+            w.write_i32(node.acl.len() as i32);
+            for acl in node.acl.iter() {
+                acl.encode(&mut w);
+            }
+            if let Err(e) = out.record(w.as_slice()) {
+                failure = Some(e);
+            }
+            next_id
+        });
+        let mut w = Writer::new();
+        w.write_raw(&[TAG_NODE]);
+        w.write_ustring(node_path);
+        w.write_buffer(node.data.as_deref());
+        w.write_i32(acl_id as i32);
+        node.stat.encode(&mut w);
+        if let Err(e) = out.record(w.as_slice()) {
+            failure = Some(e);
+        }
+        nodes += 1;
+    });
+    if let Some(e) = failure {
+        return Err(e);
+    }
+    let mut w = Writer::new();
+    w.write_raw(&[TAG_END]);
+    w.write_i64(nodes as i64);
+    w.write_i64(snapshot.sessions().len() as i64);
+    w.write_i64(snapshot.digest() as i64);
+    out.record(w.as_slice())?;
+    let bytes = out.finish()?;
+    fs.rename(&temp, &path)
+        .map_err(StorageError::io("rename snapshot into place", &path))?;
+    fs.sync_dir(&layout.snap_dir).map_err(StorageError::io(
+        "sync snapshot directory",
+        &layout.snap_dir,
+    ))?;
+    Ok(Written {
+        path,
+        bytes,
+        header,
+    })
+}
+
+pub fn temp_path(path: &Path) -> PathBuf {
+    let mut name = path.as_os_str().to_owned();
+    name.push(TEMP_SUFFIX);
+    PathBuf::from(name)
+}
+
+/// Collects records into checksummed chunks and writes them sequentially.
+struct ChunkWriter {
+    file: Box<dyn crate::fs::WritableFile>,
+    path: PathBuf,
+    pos: u64,
+    chunk: Vec<u8>,
+    framed: Vec<u8>,
+}
+
+impl ChunkWriter {
+    fn new(fs: &dyn FileSystem, path: &Path) -> Result<ChunkWriter> {
+        // A leftover from a crash mid-snapshot is garbage; start over.
+        let _ = fs.remove(path);
+        let file = fs
+            .open_write(path, true)
+            .map_err(StorageError::io("create snapshot", path))?;
+        Ok(ChunkWriter {
+            file,
+            path: path.to_path_buf(),
+            pos: 0,
+            chunk: Vec::with_capacity(CHUNK_BYTES),
+            framed: Vec::with_capacity(CHUNK_BYTES + FRAME_HEADER_LEN),
+        })
+    }
+
+    fn file_write(&mut self, bytes: &[u8]) -> Result<()> {
+        self.file
+            .write_at(self.pos, bytes)
+            .map_err(StorageError::io("write snapshot", &self.path))?;
+        self.pos += bytes.len() as u64;
+        Ok(())
+    }
+
+    /// Adds one record, preceded by its length so a reader can split the chunk.
+    fn record(&mut self, bytes: &[u8]) -> Result<()> {
+        if !self.chunk.is_empty() && self.chunk.len() + 4 + bytes.len() > CHUNK_BYTES {
+            self.flush_chunk()?;
+        }
+        self.chunk
+            .extend_from_slice(&(bytes.len() as u32).to_be_bytes());
+        self.chunk.extend_from_slice(bytes);
+        Ok(())
+    }
+
+    fn flush_chunk(&mut self) -> Result<()> {
+        if self.chunk.is_empty() {
+            return Ok(());
+        }
+        self.framed.clear();
+        record::write_frame(&mut self.framed, &self.chunk);
+        let framed = std::mem::take(&mut self.framed);
+        self.file_write(&framed)?;
+        self.framed = framed;
+        self.chunk.clear();
+        Ok(())
+    }
+
+    fn finish(mut self) -> Result<u64> {
+        self.flush_chunk()?;
+        self.file
+            .sync_data()
+            .map_err(StorageError::io("fsync snapshot", &self.path))?;
+        Ok(self.pos)
+    }
+}
+
+/// A snapshot read back.
+pub struct Loaded {
+    pub header: SnapshotHeader,
+    pub tree: DataTree,
+}
+
+/// Reads and verifies a snapshot: every chunk's checksum, the end record, the digest.
+pub fn read(fs: &dyn FileSystem, path: &Path) -> Result<Loaded> {
+    let corrupt = |offset: u64, detail: String| StorageError::Corrupt {
+        what: "snapshot",
+        path: path.to_path_buf(),
+        offset,
+        detail,
+    };
+    let mut input = std::io::BufReader::with_capacity(
+        1 << 20,
+        fs.open_read(path)
+            .map_err(StorageError::io("open snapshot", path))?,
+    );
+    let mut h = [0u8; HEADER_LEN];
+    input
+        .read_exact(&mut h)
+        .map_err(|e| corrupt(0, format!("header unreadable: {e}")))?;
+    let header = SnapshotHeader::decode(&h).map_err(|e| corrupt(0, e.to_string()))?;
+    let mut loader = TreeLoader::new();
+    let mut acls: Vec<Vec<Acl>> = Vec::new();
+    let mut offset = HEADER_LEN as u64;
+    let mut counts = (0u64, 0u64);
+    let mut chunk = Vec::new();
+    loop {
+        let mut frame_header = [0u8; FRAME_HEADER_LEN];
+        input
+            .read_exact(&mut frame_header)
+            .map_err(|_| corrupt(offset, "the file ends before its end record".into()))?;
+        let len = u32::from_be_bytes([
+            frame_header[0],
+            frame_header[1],
+            frame_header[2],
+            frame_header[3],
+        ]) as usize;
+        let sum = u32::from_be_bytes([
+            frame_header[4],
+            frame_header[5],
+            frame_header[6],
+            frame_header[7],
+        ]);
+        if len == 0 || len > PAYLOAD_MAX {
+            return Err(corrupt(offset, format!("implausible chunk length {len}")));
+        }
+        chunk.resize(len, 0);
+        input
+            .read_exact(&mut chunk)
+            .map_err(|_| corrupt(offset, "chunk cut short".into()))?;
+        if record::crc(&chunk) != sum {
+            return Err(corrupt(offset, "chunk checksum mismatch".into()));
+        }
+        let ended = read_chunk(&chunk, &mut loader, &mut acls, &mut counts)
+            .map_err(|detail| corrupt(offset, detail))?;
+        offset += (FRAME_HEADER_LEN + len) as u64;
+        if let Some((nodes, sessions, digest)) = ended {
+            if nodes != counts.0 || sessions != counts.1 || digest != header.digest {
+                return Err(corrupt(offset, format!(
+                    "end record says {nodes} nodes, {sessions} sessions, digest {digest:#x}; found {} nodes, {} sessions, header digest {:#x}",
+                    counts.0, counts.1, header.digest
+                )));
+            }
+            let tree = loader
+                .finish(header.zxid, header.digest)
+                .map_err(|e| corrupt(offset, e.to_string()))?;
+            return Ok(Loaded { header, tree });
+        }
+    }
+}
+
+/// Feeds one chunk's records to the loader. Returns the end record's contents if it was there.
+fn read_chunk(
+    chunk: &[u8],
+    loader: &mut TreeLoader,
+    acls: &mut Vec<Vec<Acl>>,
+    counts: &mut (u64, u64),
+) -> std::result::Result<Option<(u64, u64, u64)>, String> {
+    let mut r = Reader::new(chunk);
+    while r.remaining() > 0 {
+        let len = r.read_i32().map_err(|e| e.to_string())?;
+        let rest = r.rest();
+        let len = usize::try_from(len).map_err(|_| "negative record length".to_string())?;
+        let body = rest.get(..len).ok_or("record longer than its chunk")?;
+        r = Reader::new(&rest[len..]);
+        let (&tag, body) = body.split_first().ok_or("empty record")?;
+        let mut b = Reader::new(body);
+        let e = |e: proto::jute::DecodeError| e.to_string();
+        match tag {
+            TAG_SESSION => {
+                let id = b.read_i64().map_err(e)?;
+                let timeout = b.read_i32().map_err(e)?;
+                loader.add_session(id, timeout);
+                counts.1 += 1;
+            }
+            TAG_ACL => {
+                let id = b.read_i32().map_err(e)?;
+                if id as usize != acls.len() {
+                    return Err(format!("ACL list {id} out of order"));
+                }
+                let n = b.read_vector_len(12).map_err(e)?.unwrap_or(0);
+                let mut list = Vec::with_capacity(n);
+                for _ in 0..n {
+                    list.push(Acl::decode(&mut b).map_err(e)?);
+                }
+                acls.push(list);
+            }
+            TAG_NODE => {
+                let node_path = b.read_ustring().map_err(e)?.ok_or("node without a path")?;
+                let data = b.read_buffer().map_err(e)?;
+                let acl_id = b.read_i32().map_err(e)?;
+                let acl = acls
+                    .get(acl_id as usize)
+                    .ok_or_else(|| format!("node {node_path} uses unknown ACL list {acl_id}"))?;
+                let stat = StatPersisted::decode(&mut b).map_err(e)?;
+                loader
+                    .add_node(&node_path, data, acl, stat)
+                    .map_err(|e| e.to_string())?;
+                counts.0 += 1;
+            }
+            TAG_END => {
+                let nodes = b.read_i64().map_err(e)? as u64;
+                let sessions = b.read_i64().map_err(e)? as u64;
+                let digest = b.read_i64().map_err(e)? as u64;
+                return Ok(Some((nodes, sessions, digest)));
+            }
+            other => return Err(format!("unknown record tag {other}")),
+        }
+        b.finish().map_err(e)?;
+    }
+    Ok(None)
+}
+
+/// Reads only the header (for listings).
+pub fn read_header(fs: &dyn FileSystem, path: &Path) -> Result<SnapshotHeader> {
+    let mut h = [0u8; HEADER_LEN];
+    fs.open_read(path)
+        .and_then(|mut f| f.read_exact(&mut h))
+        .map_err(StorageError::io("read snapshot header", path))?;
+    SnapshotHeader::decode(&h).map_err(|e| StorageError::Corrupt {
+        what: "snapshot",
+        path: path.to_path_buf(),
+        offset: 0,
+        detail: e.to_string(),
+    })
+}
