@@ -1,4 +1,7 @@
-//! `meerkat`: the command-line entry point (server today; cli, bench and ensemble to come).
+//! `meerkat`: the command-line entry point (server and data-dir tools today; cli, bench and
+//! ensemble to come).
+
+mod data;
 
 use anyhow::Context;
 use clap::{Parser, Subcommand};
@@ -24,6 +27,11 @@ enum Command {
         /// A zoo.cfg, read as Apache ZooKeeper reads it (see --help for every key).
         config: Option<PathBuf>,
     },
+    /// Inspect or repair a data dir (snapshots and transaction log).
+    #[command(subcommand)]
+    Data(data::DataCommand),
+    /// Run a benchmark against meerkat, Apache ZooKeeper 3.9.3 and a null server, side by side.
+    Bench(bench::BenchArgs),
 }
 
 fn main() -> anyhow::Result<()> {
@@ -34,9 +42,12 @@ fn main() -> anyhow::Result<()> {
                 .unwrap_or_else(|_| "info".into()),
         )
         .with_writer(std::io::stderr)
+        .with_ansi(std::io::IsTerminal::is_terminal(&std::io::stderr()))
         .init();
     match cli.command {
         Command::Server { config } => run_server(config),
+        Command::Data(command) => data::run(command),
+        Command::Bench(args) => run_bench(args),
     }
 }
 
@@ -60,13 +71,32 @@ fn run_server(path: Option<PathBuf>) -> anyhow::Result<()> {
         .enable_all()
         .build()?;
     runtime.block_on(async {
-        let running = server::start(config)
-            .await
-            .context("cannot start the client listener")?;
+        let running = match server::start(config).await {
+            Ok(running) => running,
+            Err(e) => {
+                tracing::error!("cannot start: {e}");
+                std::process::exit(1);
+            }
+        };
         tokio::select! {
-            _ = running.wait() => {}
+            result = running.wait() => {
+                if let Err(e) = result {
+                    tracing::error!("server stopped: {e}");
+                    std::process::exit(1);
+                }
+            }
             _ = tokio::signal::ctrl_c() => tracing::info!("interrupted; shutting down"),
         }
         Ok(())
     })
+}
+
+fn run_bench(args: bench::BenchArgs) -> anyhow::Result<()> {
+    let programs = bench::target::Programs::locate()?;
+    let command_line = std::env::args().collect::<Vec<_>>().join(" ");
+    let runtime = tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()?;
+    runtime.block_on(bench::run(&args, programs, command_line))?;
+    Ok(())
 }

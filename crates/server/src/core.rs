@@ -6,8 +6,10 @@
 //! change are pushed before the reply that carries the change's zxid, so a client always sees
 //! the event first, and replies leave in request order because one task produces them.
 //!
-//! Writes follow prep → commit → apply. In this standalone server commit is immediate; the
-//! storage and Zab layers plug in at [`Core::commit`] without touching prep or apply.
+//! Writes follow prep → log → apply. [`Core::commit`] hands each transaction to persistence
+//! and parks it; when persistence reports it durable ([`Core::on_durable`]) it is applied and
+//! answered, in zxid order. A read from a session with writes still parked waits behind them
+//! (FIFO per session); other reads are answered at once. Zab will plug in at the same place.
 
 use crate::config::ServerConfig;
 use crate::connection::{ConnHandle, Outbound};
@@ -23,10 +25,11 @@ use proto::response::Response;
 use proto::txn::Txn;
 use proto::watch::{AddWatchMode, KeeperState, WatcherType};
 use proto::*;
-use std::collections::HashMap;
+use std::collections::{HashMap, VecDeque};
 use std::net::SocketAddr;
 use std::sync::Arc;
 use std::time::Instant;
+use storage::{Persistence, Recovered};
 use tree::{DataTree, Prep, PrepContext, Trigger, TxnOutcome};
 
 /// What connections tell the core.
@@ -66,6 +69,34 @@ pub(crate) struct Conn {
     pub timeout_ms: u32,
 }
 
+/// What to do once a parked transaction is applied.
+enum AfterApply {
+    Nothing,
+    Reply(ReplyTo),
+    /// A new session's connect response (sent only once the session is durable).
+    Connect {
+        conn: ConnId,
+        session_id: i64,
+        timeout_ms: u32,
+        read_only: Option<bool>,
+    },
+}
+
+/// Work waiting for the log, in arrival order.
+enum Parked {
+    Txn {
+        txn: Txn,
+        after: AfterApply,
+    },
+    /// A read from a connection whose earlier writes are parked ahead of it.
+    Read {
+        conn: ConnId,
+        xid: i32,
+        request: Request,
+        received: Instant,
+    },
+}
+
 /// Where a write's reply goes once its transaction is applied.
 struct ReplyTo {
     conn: ConnId,
@@ -92,6 +123,14 @@ pub struct Core {
     pub(crate) outstanding: Arc<dyn Fn() -> usize + Send + Sync>,
     /// Slots of `globalOutstandingLimit`, freed as requests are answered.
     global_permits: Arc<tokio::sync::Semaphore>,
+    pub(crate) persistence: Persistence,
+    /// Transactions handed to the log and not yet durable, and reads waiting behind them.
+    /// Bounded by `globalOutstandingLimit` plus the server's own transactions per tick.
+    parked: VecDeque<Parked>,
+    /// Parked writes per connection: a read from a connection with any waits its turn.
+    parked_writes: HashMap<ConnId, usize>,
+    /// Set when the log cannot be written: the server stops (fail-stop, as ZooKeeper exits).
+    pub(crate) fatal: Option<String>,
 }
 
 pub(crate) fn wall_ms() -> i64 {
@@ -105,22 +144,36 @@ impl Core {
         config: Arc<ServerConfig>,
         global_permits: Arc<tokio::sync::Semaphore>,
         outstanding: Arc<dyn Fn() -> usize + Send + Sync>,
+        persistence: Persistence,
+        recovered: Recovered,
     ) -> Core {
-        let sessions = SessionTracker::new(config.tick_time_ms, 0, wall_ms());
+        let mut sessions = SessionTracker::new(config.tick_time_ms, 0, wall_ms());
+        // Sessions are replicated state: after a restart each lives until its timeout unless
+        // its client reconnects, as in ZooKeeper.
+        for (&session_id, &timeout_ms) in recovered.tree.sessions() {
+            sessions.add(session_id, timeout_ms.max(0) as u32, 0);
+        }
+        let last_zxid = recovered
+            .last_zxid
+            .max(recovered.tree.last_processed_zxid());
         Core {
             next_container_check_ms: config.container_check_interval_ms,
             config,
-            tree: DataTree::new(),
+            tree: recovered.tree,
             prep: Prep::default(),
             sessions,
             session_conn: HashMap::new(),
             watches: WatchManager::default(),
             conns: HashMap::new(),
             stats: ServerStats::default(),
-            last_zxid: 0,
+            last_zxid,
             started: Instant::now(),
             outstanding,
             global_permits,
+            persistence,
+            parked: VecDeque::new(),
+            parked_writes: HashMap::new(),
+            fatal: None,
         }
     }
 
@@ -230,9 +283,16 @@ impl Core {
         let zxid = self.next_zxid();
         let ctx = self.system_context(session_id, zxid);
         let txn = self.prep.prepare_create_session(&ctx, timeout_ms as i32);
-        self.commit(txn, None);
         self.sessions.add(session_id, timeout_ms, self.now_ms());
-        self.attach(conn, session_id, timeout_ms, read_only);
+        self.commit(
+            txn,
+            AfterApply::Connect {
+                conn,
+                session_id,
+                timeout_ms,
+                read_only,
+            },
+        );
         tracing::debug!(
             conn,
             session = format!("0x{session_id:x}"),
@@ -375,6 +435,13 @@ impl Core {
         }
         if request.is_write() {
             self.submit_write(conn, session_id, xid, request, received);
+        } else if self.parked_writes.contains_key(&conn) {
+            self.parked.push_back(Parked::Read {
+                conn,
+                xid,
+                request,
+                received,
+            });
         } else {
             self.handle_read(conn, xid, request, received);
         }
@@ -456,17 +523,88 @@ impl Core {
             received,
             multi_ops,
         };
-        self.commit(txn, Some(reply));
+        self.commit(txn, AfterApply::Reply(reply));
     }
 
-    /// The point where a prepared transaction becomes part of the history. Standalone and
-    /// in-memory: immediately. Storage (fsync before apply) and Zab (quorum before apply)
-    /// replace this with "queue, then apply when durable/committed".
-    fn commit(&mut self, txn: Txn, reply: Option<ReplyTo>) {
+    /// The point where a prepared transaction becomes part of the history: it goes to the log
+    /// and waits there until [`Core::on_durable`] says it is safe to apply and answer.
+    fn commit(&mut self, txn: Txn, after: AfterApply) {
+        if self.fatal.is_some() {
+            return;
+        }
+        if let Err(e) = self.persistence.append(&txn) {
+            self.fail(format!("cannot append to the transaction log: {e}"));
+            return;
+        }
+        if let AfterApply::Reply(r) = &after {
+            *self.parked_writes.entry(r.conn).or_default() += 1;
+        }
+        self.parked.push_back(Parked::Txn { txn, after });
+    }
+
+    /// Stops serving: the log is the promise, and it can no longer be kept.
+    pub(crate) fn fail(&mut self, why: String) {
+        if self.fatal.is_none() {
+            tracing::error!(reason = %why, "fatal storage error: this server stops now; restart it once the disk is fixed (recovery keeps every acknowledged write)");
+            self.fatal = Some(why);
+        }
+    }
+
+    /// Persistence says every transaction up to `zxid` is durable: apply and answer them, and
+    /// the reads that waited behind them, in order.
+    pub fn on_durable(&mut self, zxid: i64) {
+        while let Some(front) = self.parked.front() {
+            match front {
+                Parked::Txn { txn, .. } if txn.header.zxid > zxid => break,
+                _ => {}
+            }
+            match self.parked.pop_front() {
+                Some(Parked::Txn { txn, after }) => self.apply_committed(txn, after),
+                Some(Parked::Read {
+                    conn,
+                    xid,
+                    request,
+                    received,
+                }) => self.handle_read(conn, xid, request, received),
+                None => break,
+            }
+        }
+    }
+
+    fn apply_committed(&mut self, txn: Txn, after: AfterApply) {
+        let reply = match after {
+            AfterApply::Nothing => None,
+            AfterApply::Reply(reply) => {
+                if let Some(n) = self.parked_writes.get_mut(&reply.conn) {
+                    *n -= 1;
+                    if *n == 0 {
+                        self.parked_writes.remove(&reply.conn);
+                    }
+                }
+                Some(reply)
+            }
+            AfterApply::Connect {
+                conn,
+                session_id,
+                timeout_ms,
+                read_only,
+            } => {
+                self.apply(txn, None);
+                if self.conns.contains_key(&conn) {
+                    self.attach(conn, session_id, timeout_ms, read_only);
+                }
+                return;
+            }
+        };
+        self.apply(txn, reply);
+    }
+
+    fn apply(&mut self, txn: Txn, reply: Option<ReplyTo>) {
         let zxid = txn.header.zxid;
         let mut triggers = Vec::new();
         let outcome = self.tree.apply(&txn, &mut triggers);
         self.prep.applied(zxid);
+        self.persistence.applied(&self.tree);
         self.notify(&triggers, zxid);
         let session_closed = matches!(outcome, TxnOutcome::SessionClosed);
         if let Some(reply) = reply {
@@ -642,7 +780,7 @@ impl Core {
         let zxid = self.next_zxid();
         let ctx = self.system_context(session_id, zxid);
         let txn = self.prep.prepare(&self.tree, &ctx, &Request::CloseSession);
-        self.commit(txn, None);
+        self.commit(txn, AfterApply::Nothing);
     }
 
     /// ZooKeeper's `ContainerManager`: empty containers that once had children, and empty TTL
@@ -683,7 +821,7 @@ impl Core {
             let ctx = self.system_context(0, zxid);
             let txn = self.prep.prepare_delete_container(&self.tree, &ctx, &p);
             tracing::debug!(path = %p, "deleting empty container or expired TTL node");
-            self.commit(txn, None);
+            self.commit(txn, AfterApply::Nothing);
         }
     }
 

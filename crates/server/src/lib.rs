@@ -34,30 +34,90 @@ use tokio::sync::{mpsc, Semaphore};
 /// A server started with [`start`]: where it listens, and how to stop it.
 pub struct RunningServer {
     pub client_address: SocketAddr,
-    tasks: Vec<tokio::task::JoinHandle<()>>,
+    core_task: tokio::task::JoinHandle<Result<(), String>>,
+    accept_task: tokio::task::JoinHandle<()>,
 }
 
 impl RunningServer {
     /// Stops accepting and processing; open connections end when their tasks see the core gone.
-    pub fn stop(self) {
-        for task in self.tasks {
-            task.abort();
-        }
+    /// Transactions already handed to the log are written and synced before this returns.
+    pub async fn stop(self) {
+        self.accept_task.abort();
+        self.core_task.abort();
+        let _ = self.core_task.await;
     }
 
-    /// Waits until the server stops (it runs until the process ends or [`RunningServer::stop`]).
-    pub async fn wait(self) {
-        for task in self.tasks {
-            let _ = task.await;
-        }
+    /// Runs until the server stops. It stops by itself only on a fatal error (the log cannot
+    /// be written), which is returned.
+    pub async fn wait(self) -> Result<(), String> {
+        let result = self
+            .core_task
+            .await
+            .unwrap_or_else(|e| Err(format!("server core ended: {e}")));
+        self.accept_task.abort();
+        result
     }
 }
 
-/// Binds the client port and starts serving. Must be called inside a tokio runtime.
-pub async fn start(config: ServerConfig) -> std::io::Result<RunningServer> {
+/// Why the server could not start.
+#[derive(Debug, thiserror::Error)]
+pub enum StartError {
+    #[error("cannot listen on {address}: {source}")]
+    Listen {
+        address: SocketAddr,
+        source: std::io::Error,
+    },
+    #[error("{0}")]
+    Storage(#[from] storage::StorageError),
+    #[error("{0}")]
+    Lock(#[from] storage::lock::LockError),
+}
+
+/// What persistence reports to the core from its writer thread.
+#[derive(Debug, Clone, Default)]
+struct LogProgress {
+    durable_zxid: i64,
+    failure: Option<String>,
+}
+
+/// Recovers the data dir, binds the client port and starts serving. Must be called inside a
+/// tokio runtime.
+pub async fn start(config: ServerConfig) -> Result<RunningServer, StartError> {
     let config = Arc::new(config);
-    let listener = TcpListener::bind(config.client_address()).await?;
-    let client_address = listener.local_addr()?;
+    let layout = storage::Layout::new(&config.data_dir, &config.data_log_dir);
+    let locks = storage::lock::DataDirLock::acquire_all(&[&layout.snap_dir, &layout.wal_dir])?;
+    let (progress_tx, progress_rx) = tokio::sync::watch::channel(LogProgress::default());
+    let progress_tx = Arc::new(progress_tx);
+    let options = persistence_options(&config, layout);
+    let (persistence, recovered) = {
+        let (durable_tx, failure_tx) = (progress_tx.clone(), progress_tx.clone());
+        tokio::task::spawn_blocking(move || {
+            storage::Persistence::open(
+                Arc::new(storage::RealFs),
+                options,
+                Box::new(move |zxid| {
+                    durable_tx.send_modify(|p| p.durable_zxid = zxid);
+                }),
+                Box::new(move |e| {
+                    failure_tx.send_modify(|p| p.failure = Some(e.to_string()));
+                }),
+            )
+        })
+        .await
+        .map_err(|e| storage::StorageError::Replay {
+            path: config.data_dir.clone(),
+            offset: 0,
+            detail: format!("recovery thread failed: {e}"),
+        })??
+    };
+    log_recovery(&recovered);
+    let address = config.client_address();
+    let listener = TcpListener::bind(address)
+        .await
+        .map_err(|source| StartError::Listen { address, source })?;
+    let client_address = listener
+        .local_addr()
+        .map_err(|source| StartError::Listen { address, source })?;
     let global_limit = config.global_outstanding_limit.max(1) as usize;
     let global_permits = Arc::new(Semaphore::new(global_limit));
     let (core_tx, core_rx) = mpsc::channel(limits::CORE_QUEUE_LEN_MAX);
@@ -69,33 +129,112 @@ pub async fn start(config: ServerConfig) -> std::io::Result<RunningServer> {
     });
     let permits = global_permits.clone();
     let outstanding = Arc::new(move || global_limit.saturating_sub(permits.available_permits()));
-    let core = Core::new(config.clone(), global_permits, outstanding);
-    let core_task = tokio::spawn(run_core(core, core_rx, config.tick_time_ms));
+    let core = Core::new(
+        config.clone(),
+        global_permits,
+        outstanding,
+        persistence,
+        recovered,
+    );
+    let core_task = tokio::spawn(run_core(
+        core,
+        core_rx,
+        progress_rx,
+        config.tick_time_ms,
+        locks,
+    ));
     let accept_task = tokio::spawn(listener::accept_loop(
         listener,
         shared,
         config.max_client_cnxns,
     ));
-    tracing::info!(address = %client_address, mode = "standalone", durability = "in-memory", "meerkat serving");
+    tracing::info!(
+        address = %client_address,
+        mode = "standalone",
+        durability = if config.force_sync { "durable" } else { "durable, forceSync=no (NOT crash-safe)" },
+        data_dir = %config.data_dir.display(),
+        data_log_dir = %config.data_log_dir.display(),
+        "meerkat serving"
+    );
     Ok(RunningServer {
         client_address,
-        tasks: vec![core_task, accept_task],
+        core_task,
+        accept_task,
     })
 }
 
-/// The core's loop: messages in arrival order, and a tick for expiry.
-async fn run_core(mut core: Core, mut rx: mpsc::Receiver<CoreMsg>, tick_ms: u32) {
+fn persistence_options(
+    config: &ServerConfig,
+    layout: storage::Layout,
+) -> storage::PersistenceOptions {
+    storage::PersistenceOptions {
+        layout,
+        force_sync: config.force_sync,
+        segment_bytes: config.pre_alloc_size_kb.saturating_mul(1024).max(4096),
+        snap_count: config.snap_count.max(2),
+        snap_retain_count: config.autopurge_snap_retain_count as usize,
+        purge_interval: std::time::Duration::from_secs(
+            u64::from(config.autopurge_purge_interval_hours) * 3600,
+        ),
+        fsync_warn: std::time::Duration::from_millis(config.fsync_warning_threshold_ms),
+    }
+}
+
+fn log_recovery(recovered: &storage::Recovered) {
+    for (path, why) in &recovered.skipped_snapshots {
+        tracing::error!(path = %path.display(), why, "a damaged snapshot was skipped");
+    }
+    if let Some((path, offset, bytes)) = &recovered.truncated_tail {
+        tracing::warn!(path = %path.display(), offset, bytes, "a torn record at the end of the log was cut off");
+    }
+    tracing::info!(
+        snapshot = recovered
+            .snapshot
+            .as_ref()
+            .map_or("none".to_string(), |(p, _)| p.display().to_string()),
+        replayed = recovered.replayed,
+        last_zxid = format!("{:#x}", recovered.last_zxid),
+        nodes = recovered.tree.node_count(),
+        sessions = recovered.tree.sessions().len(),
+        "recovered the data tree"
+    );
+}
+
+/// The core's loop: messages in arrival order, durability reports from the log writer, and a
+/// tick for expiry. Ends only on a fatal storage error.
+async fn run_core(
+    mut core: Core,
+    mut rx: mpsc::Receiver<CoreMsg>,
+    mut progress: tokio::sync::watch::Receiver<LogProgress>,
+    tick_ms: u32,
+    _locks: storage::lock::DataDirLock,
+) -> Result<(), String> {
     let mut tick = tokio::time::interval(std::time::Duration::from_millis(
         u64::from(tick_ms.clamp(1, 1000)) / 2 + 1,
     ));
     tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
     loop {
         tokio::select! {
+            biased;
+            changed = progress.changed() => {
+                if changed.is_err() {
+                    core.fail("the log writer stopped".into());
+                } else {
+                    let report = progress.borrow_and_update().clone();
+                    core.on_durable(report.durable_zxid);
+                    if let Some(failure) = report.failure {
+                        core.fail(failure);
+                    }
+                }
+            }
             msg = rx.recv() => match msg {
                 Some(msg) => core.handle(msg),
-                None => return,
+                None => return Ok(()),
             },
             _ = tick.tick() => core.tick(),
+        }
+        if let Some(fatal) = core.fatal.take() {
+            return Err(fatal);
         }
     }
 }

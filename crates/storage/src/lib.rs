@@ -19,6 +19,7 @@ pub mod fs;
 pub mod group_commit;
 pub mod inspect;
 pub mod layout;
+pub mod lock;
 pub mod persistence;
 pub mod purge;
 pub mod record;

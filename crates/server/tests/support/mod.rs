@@ -28,11 +28,38 @@ pub const IO_TIMEOUT: Duration = Duration::from_secs(5);
 pub const SESSION_TIMEOUT_MS: i32 = 30_000;
 
 /// The embedded default configuration, listening on 127.0.0.1 with a port the OS picks.
+/// A loopback server on a free port with a data dir of its own.
 pub fn test_config() -> ServerConfig {
     let mut config = ServerConfig::embedded_default();
     config.client_port = 0;
     config.client_port_address = IpAddr::V4(Ipv4Addr::LOCALHOST);
+    config.data_dir = fresh_data_dir();
+    config.data_log_dir = config.data_dir.clone();
+    // 1 MiB log segments: tests write little, and 64 MiB preallocated per server adds up.
+    config.pre_alloc_size_kb = 1024;
     config
+}
+
+/// A new empty directory under cargo's scratch space for integration tests.
+pub fn fresh_data_dir() -> std::path::PathBuf {
+    use std::sync::atomic::{AtomicU32, Ordering};
+    static NEXT: AtomicU32 = AtomicU32::new(0);
+    let root = std::path::Path::new(env!("CARGO_TARGET_TMPDIR"));
+    let n = NEXT.fetch_add(1, Ordering::Relaxed);
+    if n == 0 {
+        // Data dirs of earlier test runs (cargo runs one test binary at a time).
+        let ours = format!("data-{}-", std::process::id());
+        for entry in std::fs::read_dir(root).into_iter().flatten().flatten() {
+            let name = entry.file_name().to_string_lossy().to_string();
+            if name.starts_with("data-") && !name.starts_with(&ours) {
+                let _ = std::fs::remove_dir_all(entry.path());
+            }
+        }
+    }
+    let dir = root.join(format!("data-{}-{n}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(&dir).expect("create test data dir");
+    dir
 }
 
 /// Starts a server; its real address is `client_address`.
