@@ -40,8 +40,15 @@ pub struct RunningServer {
 
 impl RunningServer {
     /// Stops accepting and processing; open connections end when their tasks see the core gone.
-    /// Transactions already handed to the log are written and synced before this returns.
-    pub async fn stop(self) {
+    /// Returns at once; the data dir is released shortly after (see [`RunningServer::shutdown`]).
+    pub fn stop(self) {
+        self.accept_task.abort();
+        self.core_task.abort();
+    }
+
+    /// Stops like [`RunningServer::stop`] and waits until the log writer has written and synced
+    /// what it was given and the data dir is free for another server.
+    pub async fn shutdown(self) {
         self.accept_task.abort();
         self.core_task.abort();
         let _ = self.core_task.await;

@@ -57,7 +57,7 @@ async fn connections_over_max_client_cnxns_are_closed_without_a_response() {
     over.expect_closed().await;
 
     first.round_trip("/five").await;
-    server.stop().await;
+    server.shutdown().await;
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -72,5 +72,5 @@ async fn zero_max_client_cnxns_means_unlimited() {
     for (i, conn) in conns.iter_mut().enumerate().step_by(10) {
         conn.round_trip(&format!("/n{i}")).await;
     }
-    server.stop().await;
+    server.shutdown().await;
 }

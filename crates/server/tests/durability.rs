@@ -52,7 +52,7 @@ async fn acknowledged_writes_and_sessions_survive_a_restart() {
     );
     let last_zxid = kept.call(&get_data("/p", false)).await.header.zxid;
     let kept_session = kept.session.clone().expect("session");
-    server.stop().await;
+    server.shutdown().await;
     drop((kept, dropped));
 
     let server = start(config).await;
@@ -99,7 +99,7 @@ async fn acknowledged_writes_and_sessions_survive_a_restart() {
     // The resumed one stays (pings keep it alive).
     assert_eq!(resumed.call(&Request::Ping).await.header.err, 0);
     assert_eq!(resumed.call(&exists("/kept-ephemeral")).await.header.err, 0);
-    server.stop().await;
+    server.shutdown().await;
 }
 
 #[tokio::test]
@@ -135,7 +135,7 @@ async fn snapshots_are_taken_as_writes_go_on_and_restarts_load_them() {
         snapshots.len() >= 3,
         "snapCount=10 and 100 writes should give several snapshots: {snapshots:?}"
     );
-    server.stop().await;
+    server.shutdown().await;
     let server = start(config).await;
     let mut conn = Conn::session(server.client_address).await;
     for i in 0..100 {
@@ -145,7 +145,7 @@ async fn snapshots_are_taken_as_writes_go_on_and_restarts_load_them() {
             path.as_bytes()
         );
     }
-    server.stop().await;
+    server.shutdown().await;
 }
 
 #[tokio::test]
@@ -157,8 +157,8 @@ async fn a_data_dir_serves_one_server_at_a_time() {
         Err(other) => panic!("expected a lock error, got {other}"),
         Ok(_) => panic!("a second server started on the same data dir"),
     }
-    first.stop().await;
+    first.shutdown().await;
     // Released with the first server.
     let second = start(config).await;
-    second.stop().await;
+    second.shutdown().await;
 }

@@ -28,7 +28,7 @@ async fn ruok_and_words_outside_the_whitelist() {
     }
     // srvr is always on the list.
     assert!(ask(addr, "srvr").await.contains("Mode: standalone\n"));
-    server.stop().await;
+    server.shutdown().await;
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -46,7 +46,7 @@ async fn default_whitelist_is_srvr_only() {
     let srvr = ask(addr, "srvr").await;
     assert!(srvr.starts_with("Zookeeper version: "), "{srvr}");
     assert!(srvr.contains("\nMode: standalone\n"), "{srvr}");
-    server.stop().await;
+    server.shutdown().await;
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -88,5 +88,5 @@ async fn mntr_with_every_word_enabled() {
     after.write_all(b"ruok").await.expect("send");
     assert!(after.expect_closed().await.is_empty());
     client.round_trip("/still").await;
-    server.stop().await;
+    server.shutdown().await;
 }

@@ -78,7 +78,7 @@ async fn wrong_password_is_expired_and_right_password_keeps_the_session() {
         }
         other => panic!("unexpected {other:?}"),
     }
-    server.stop().await;
+    server.shutdown().await;
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -101,7 +101,7 @@ async fn reattaching_a_live_session_closes_its_old_connection() {
     assert_eq!(response.session_id, session.session_id);
     old.expect_closed().await;
     new.round_trip("/new").await;
-    server.stop().await;
+    server.shutdown().await;
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -135,7 +135,7 @@ async fn connect_response_mirrors_the_read_only_byte() {
     request.read_only = None;
     let (response, len) = stale.handshake_raw(&request).await.expect("expired");
     assert_eq!((len, response.session_id), (36, 0));
-    server.stop().await;
+    server.shutdown().await;
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -169,5 +169,5 @@ async fn client_ahead_of_the_server_is_closed_without_a_response() {
     level.handshake(&request).await.expect("accepted");
     level.round_trip("/level").await;
     conn.round_trip("/undisturbed").await;
-    server.stop().await;
+    server.shutdown().await;
 }

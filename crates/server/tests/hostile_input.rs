@@ -70,7 +70,7 @@ async fn frame_over_jute_maxbuffer_closes_only_that_connection() {
     good.round_trip("/after").await;
     let mut late = Conn::session(addr).await;
     late.round_trip("/late").await;
-    server.stop().await;
+    server.shutdown().await;
 }
 
 /// meerkat closes a connection whose record does not decode. Apache ZooKeeper 3.9.3 does so for
@@ -142,7 +142,7 @@ async fn malformed_records_close_the_connection_and_the_server_keeps_serving() {
     good.round_trip("/after").await;
     let mut late = Conn::session(addr).await;
     late.round_trip("/late").await;
-    server.stop().await;
+    server.shutdown().await;
 }
 
 /// meerkat answers Unimplemented and keeps serving the connection. Apache ZooKeeper 3.9.3
@@ -164,7 +164,7 @@ async fn unknown_op_code_is_unimplemented_and_the_connection_stays_usable() {
         conn.round_trip(&format!("/after{}", op.unsigned_abs()))
             .await;
     }
-    server.stop().await;
+    server.shutdown().await;
 }
 
 /// Paths no ZooKeeper client would send (the Java client validates them first), sent raw.
@@ -249,7 +249,7 @@ async fn invalid_paths_in_create_get_zookeeper_error_codes() {
         other => panic!("unexpected {other:?}"),
     }
     conn.round_trip("/still-fine").await;
-    server.stop().await;
+    server.shutdown().await;
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -275,7 +275,7 @@ async fn invalid_paths_in_set_data_are_bad_arguments() {
         other => panic!("unexpected {other:?}"),
     }
     conn.round_trip("/still-fine").await;
-    server.stop().await;
+    server.shutdown().await;
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -310,7 +310,7 @@ async fn invalid_paths_in_reads_are_no_node() {
     cases.push((exists_nul, "/a\\0", ErrorCode::BadArguments.code()));
     expect_codes(&mut conn, "read", &cases).await;
     conn.round_trip("/still-fine").await;
-    server.stop().await;
+    server.shutdown().await;
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -337,5 +337,5 @@ async fn delete_of_a_non_canonical_path_deletes_nothing() {
     let a = conn.call(&get_data("/a", false)).await;
     assert_eq!(a.header.err, 0, "/a still exists");
     conn.round_trip("/still-fine").await;
-    server.stop().await;
+    server.shutdown().await;
 }

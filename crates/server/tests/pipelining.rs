@@ -92,7 +92,7 @@ async fn pipelined_requests_are_answered_in_order_with_events_first() {
     }
     assert_eq!(next, REQUESTS);
     assert_eq!(event_seen_at, Some(change_at));
-    server.stop().await;
+    server.shutdown().await;
 }
 
 /// The change comes from another client: the watcher's reads of /w, pipelined in bursts while
@@ -154,7 +154,7 @@ async fn watch_event_arrives_before_a_read_that_sees_another_clients_change() {
         EventType::NodeDataChanged as i32
     );
     change.await.expect("writer task");
-    server.stop().await;
+    server.shutdown().await;
 }
 
 /// More requests in flight than the server takes from one connection at a time (it stops
@@ -195,7 +195,7 @@ async fn more_pipelined_requests_than_the_in_flight_bound_are_all_answered() {
         assert_ne!(n, 0, "closed after {} replies", expected - 1);
     }
     let _wr = writer.await.expect("writer task");
-    server.stop().await;
+    server.shutdown().await;
 }
 
 /// Removes one frame's payload from the front of `buf`, if a whole one is there.

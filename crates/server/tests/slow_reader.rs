@@ -134,7 +134,7 @@ async fn slow_reader_of_large_replies_is_bounded_and_others_are_served() {
         assert!(grown_mib < 512, "peak RSS grew by {grown_mib} MiB");
     }
     drop(stream);
-    server.stop().await;
+    server.shutdown().await;
 }
 
 /// Replies small enough that a never-reading client is not cut off (1,000 × 32 KiB is under the
@@ -181,5 +181,5 @@ async fn several_slow_readers_of_medium_replies_do_not_starve_other_clients() {
         println!("slow reader of 32 KiB replies: {outcome:?}");
     }
     drop(streams);
-    server.stop().await;
+    server.shutdown().await;
 }
