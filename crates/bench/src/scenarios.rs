@@ -245,7 +245,21 @@ pub fn snapshot_times(
 /// Per target: fill the server with `n` znodes of 300 bytes, measure a synchronous client's
 /// create latency with no snapshot running, kill the server, time the restart until it serves,
 /// and measure the same client again while snapshots of the whole tree run (snapCount=10000).
-pub async fn restart(ctx: &Context, n: usize) -> anyhow::Result<(Vec<Row>, serde_json::Value)> {
+pub async fn restart(
+    ctx: &Context,
+    sizes: &[usize],
+) -> anyhow::Result<(Vec<Row>, serde_json::Value)> {
+    let mut rows = Vec::new();
+    let mut details = serde_json::Map::new();
+    for &n in sizes {
+        let (r, d) = restart_one(ctx, n).await?;
+        rows.extend(r);
+        details.insert(n.to_string(), d);
+    }
+    Ok((rows, serde_json::Value::Object(details)))
+}
+
+async fn restart_one(ctx: &Context, n: usize) -> anyhow::Result<(Vec<Row>, serde_json::Value)> {
     let case = format!("{n} znodes x 300 B");
     let mut restart_ms = row(&case, "restart ms", false);
     let mut p99_quiet = row(&case, "p99 ms, no snap", false);

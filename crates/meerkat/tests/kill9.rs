@@ -150,4 +150,19 @@ async fn every_acknowledged_write_survives_kill_9() {
         }
     }
     drop(server);
+    // The operator's view of the data dir after three kills: every file verifies.
+    let inspect = Command::new(env!("CARGO_BIN_EXE_meerkat"))
+        .args(["data", "inspect"])
+        .arg(&config)
+        .output()
+        .expect("run meerkat data inspect");
+    let listing = String::from_utf8_lossy(&inspect.stdout);
+    assert!(
+        inspect.status.success(),
+        "inspect reports damage:\n{listing}"
+    );
+    assert!(
+        listing.contains("snapshots (") && listing.contains("wal-"),
+        "{listing}"
+    );
 }

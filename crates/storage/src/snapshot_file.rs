@@ -112,6 +112,7 @@ pub fn write(
     let mut acl_ids: HashMap<*const Acl, u32> = HashMap::new();
     let mut nodes = 0u64;
     let mut failure = None;
+    let mut scratch = Vec::new();
     snapshot.for_each(|node_path, node| {
         if failure.is_some() {
             return;
@@ -131,7 +132,8 @@ pub fn write(
             }
             next_id
         });
-        let mut w = Writer::new();
+        // One buffer for every node record: a snapshot of a million nodes allocates once here.
+        let mut w = Writer::wrap(std::mem::take(&mut scratch));
         w.write_raw(&[TAG_NODE]);
         w.write_ustring(node_path);
         w.write_buffer(node.data.as_deref());
@@ -140,6 +142,8 @@ pub fn write(
         if let Err(e) = out.record(w.as_slice()) {
             failure = Some(e);
         }
+        scratch = w.into_inner();
+        scratch.clear();
         nodes += 1;
     });
     if let Some(e) = failure {
@@ -262,7 +266,7 @@ pub fn read(fs: &dyn FileSystem, path: &Path) -> Result<Loaded> {
         .map_err(|e| corrupt(0, format!("header unreadable: {e}")))?;
     let header = SnapshotHeader::decode(&h).map_err(|e| corrupt(0, e.to_string()))?;
     let mut loader = TreeLoader::new();
-    let mut acls: Vec<Vec<Acl>> = Vec::new();
+    let mut acls: Vec<tree::acl::AclList> = Vec::new();
     let mut offset = HEADER_LEN as u64;
     let mut counts = (0u64, 0u64);
     let mut chunk = Vec::new();
@@ -315,7 +319,7 @@ pub fn read(fs: &dyn FileSystem, path: &Path) -> Result<Loaded> {
 fn read_chunk(
     chunk: &[u8],
     loader: &mut TreeLoader,
-    acls: &mut Vec<Vec<Acl>>,
+    acls: &mut Vec<tree::acl::AclList>,
     counts: &mut (u64, u64),
 ) -> std::result::Result<Option<(u64, u64, u64)>, String> {
     let mut r = Reader::new(chunk);
@@ -345,7 +349,7 @@ fn read_chunk(
                 for _ in 0..n {
                     list.push(Acl::decode(&mut b).map_err(e)?);
                 }
-                acls.push(list);
+                acls.push(loader.intern_acl(&list));
             }
             TAG_NODE => {
                 let node_path = b.read_ustring().map_err(e)?.ok_or("node without a path")?;
@@ -353,10 +357,11 @@ fn read_chunk(
                 let acl_id = b.read_i32().map_err(e)?;
                 let acl = acls
                     .get(acl_id as usize)
-                    .ok_or_else(|| format!("node {node_path} uses unknown ACL list {acl_id}"))?;
+                    .ok_or_else(|| format!("node {node_path} uses unknown ACL list {acl_id}"))?
+                    .clone();
                 let stat = StatPersisted::decode(&mut b).map_err(e)?;
                 loader
-                    .add_node(&node_path, data, acl, stat)
+                    .add_node_shared(&node_path, data, acl, stat)
                     .map_err(|e| e.to_string())?;
                 counts.0 += 1;
             }

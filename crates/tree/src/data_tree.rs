@@ -179,22 +179,32 @@ impl DataTree {
     }
 
     /// Adds a node exactly as a snapshot recorded it; its parent must be loaded already.
+    /// `last_parent` caches the previous parent's path and id: a snapshot lists siblings
+    /// together, so most nodes skip the walk from the root.
     pub(crate) fn load_node(
         &mut self,
         node_path: &str,
         data: Option<&[u8]>,
-        acl: &[Acl],
+        acl: AclList,
         stat: StatPersisted,
+        last_parent: &mut Option<(String, NodeId)>,
     ) -> Result<(), crate::snapshot::LoadError> {
         use crate::snapshot::LoadError;
         let name = path::name_of(node_path);
-        let parent_id = self
-            .find(path::parent_of(node_path))
-            .ok_or_else(|| LoadError::Orphan(node_path.to_string()))?;
+        let parent_path = path::parent_of(node_path);
+        let parent_id = match last_parent {
+            Some((p, id)) if p == parent_path => *id,
+            _ => {
+                let id = self
+                    .find(parent_path)
+                    .ok_or_else(|| LoadError::Orphan(node_path.to_string()))?;
+                *last_parent = Some((parent_path.to_string(), id));
+                id
+            }
+        };
         if self.node_ref(parent_id).children.contains_key(name) {
             return Err(LoadError::Duplicate(node_path.to_string()));
         }
-        let acl = self.acl_cache.intern(acl);
         let data: Option<Arc<[u8]>> = data.map(Arc::from);
         self.digest.add(node_path, data.as_deref(), &stat);
         self.data_size += (node_path.len() + data.as_ref().map_or(0, |d| d.len())) as u64;
@@ -208,6 +218,11 @@ impl DataTree {
         self.node_mut(parent_id).children.insert(name, id);
         self.index_kind(node_path, owner);
         Ok(())
+    }
+
+    /// The shared copy of an ACL list (for loaders that meet the same list many times).
+    pub(crate) fn intern_acl(&mut self, acl: &[Acl]) -> AclList {
+        self.acl_cache.intern(acl)
     }
 
     pub(crate) fn load_session(&mut self, session_id: i64, timeout_ms: i32) {

@@ -24,24 +24,15 @@ impl NodeDigest {
     }
 }
 
-/// FNV-1a over the node's fields, then a final avalanche so that sums of hashes do not cancel
-/// on structured inputs.
+/// A multiply-xorshift hash over the node's fields, eight bytes at a time, then a final
+/// avalanche so that sums of hashes do not cancel on structured inputs. (Hashing byte by byte
+/// cost an eighth of a snapshot load.)
 fn node_hash(path: &str, data: Option<&[u8]>, stat: &StatPersisted) -> u64 {
-    let mut h: u64 = 0xcbf2_9ce4_8422_2325;
-    let mut eat = |bytes: &[u8]| {
-        for b in bytes {
-            h ^= u64::from(*b);
-            h = h.wrapping_mul(0x0000_0100_0000_01b3);
-        }
-    };
-    eat(path.as_bytes());
-    eat(&[0]);
+    let mut h = Mixer(0xcbf2_9ce4_8422_2325);
+    h.bytes(path.as_bytes());
     match data {
-        Some(d) => {
-            eat(&(d.len() as u64).to_be_bytes());
-            eat(d);
-        }
-        None => eat(&u64::MAX.to_be_bytes()),
+        Some(d) => h.bytes(d),
+        None => h.word(u64::MAX),
     }
     for v in [
         stat.czxid,
@@ -51,14 +42,42 @@ fn node_hash(path: &str, data: Option<&[u8]>, stat: &StatPersisted) -> u64 {
         stat.ephemeral_owner,
         stat.pzxid,
     ] {
-        eat(&v.to_be_bytes());
+        h.word(v as u64);
     }
     for v in [stat.version, stat.cversion, stat.aversion] {
-        eat(&v.to_be_bytes());
+        h.word(u64::from(v as u32));
     }
+    let h = h.0;
     let mut x = h;
     x ^= x >> 33;
     x = x.wrapping_mul(0xff51_afd7_ed55_8ccd);
     x ^= x >> 33;
     x
+}
+
+struct Mixer(u64);
+
+impl Mixer {
+    fn word(&mut self, w: u64) {
+        self.0 = (self.0 ^ w)
+            .wrapping_mul(0x9e37_79b9_7f4a_7c15)
+            .rotate_left(29);
+    }
+
+    /// Length first, so that ("ab", "c") and ("a", "bc") differ.
+    fn bytes(&mut self, bytes: &[u8]) {
+        self.word(bytes.len() as u64);
+        let mut chunks = bytes.chunks_exact(8);
+        for c in &mut chunks {
+            let mut w = [0u8; 8];
+            w.copy_from_slice(c);
+            self.word(u64::from_le_bytes(w));
+        }
+        let rest = chunks.remainder();
+        if !rest.is_empty() {
+            let mut w = [0u8; 8];
+            w[..rest.len()].copy_from_slice(rest);
+            self.word(u64::from_le_bytes(w));
+        }
+    }
 }

@@ -58,11 +58,13 @@ pub fn name_of(path: &str) -> &str {
 
 /// Joins a parent path and a child name.
 pub fn join(parent: &str, child: &str) -> String {
-    if parent == "/" {
-        format!("/{child}")
-    } else {
-        format!("{parent}/{child}")
-    }
+    // Hot in snapshots (once per node): one exact allocation, no formatting machinery.
+    let parent = if parent == "/" { "" } else { parent };
+    let mut joined = String::with_capacity(parent.len() + 1 + child.len());
+    joined.push_str(parent);
+    joined.push('/');
+    joined.push_str(child);
+    joined
 }
 
 /// The components of a path, root excluded.

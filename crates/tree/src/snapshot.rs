@@ -5,6 +5,7 @@
 //! then be walked on another thread while writes continue (see [`crate::arena`]). The byte
 //! format of snapshot files belongs to the storage crate; this module only walks and rebuilds.
 
+use crate::acl::AclList;
 use crate::arena::Arena;
 use crate::data_tree::{DataTree, ROOT};
 use crate::node::Node;
@@ -81,6 +82,7 @@ pub enum LoadError {
 pub struct TreeLoader {
     tree: DataTree,
     saw_root: bool,
+    last_parent: Option<(String, crate::node::NodeId)>,
 }
 
 impl Default for TreeLoader {
@@ -94,6 +96,7 @@ impl TreeLoader {
         TreeLoader {
             tree: DataTree::empty(),
             saw_root: false,
+            last_parent: None,
         }
     }
 
@@ -108,15 +111,33 @@ impl TreeLoader {
         acl: &[Acl],
         stat: StatPersisted,
     ) -> Result<(), LoadError> {
+        let acl = self.intern_acl(acl);
+        self.add_node_shared(node_path, data, acl, stat)
+    }
+
+    /// The shared copy of an ACL list, to pass to [`TreeLoader::add_node_shared`] for every
+    /// node that uses it (interning once per list instead of once per node).
+    pub fn intern_acl(&mut self, acl: &[Acl]) -> AclList {
+        self.tree.intern_acl(acl)
+    }
+
+    pub fn add_node_shared(
+        &mut self,
+        node_path: &str,
+        data: Option<&[u8]>,
+        acl: AclList,
+        stat: StatPersisted,
+    ) -> Result<(), LoadError> {
         if !self.saw_root {
             if node_path != "/" {
                 return Err(LoadError::NoRoot(node_path.to_string()));
             }
             self.saw_root = true;
-            self.tree.load_root(data, acl, stat);
+            self.tree.load_root(data, &acl, stat);
             return Ok(());
         }
-        self.tree.load_node(node_path, data, acl, stat)
+        self.tree
+            .load_node(node_path, data, acl, stat, &mut self.last_parent)
     }
 
     /// The tree, if it has a root and hashes to `expected_digest`.
