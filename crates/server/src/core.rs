@@ -565,7 +565,13 @@ impl Core {
                     xid,
                     request,
                     received,
-                }) => self.handle_read(conn, xid, request, received),
+                }) => {
+                    // A read of a connection that closed meanwhile is dropped: running it
+                    // could register a watch for a connection that no longer exists.
+                    if self.conns.contains_key(&conn) {
+                        self.handle_read(conn, xid, request, received);
+                    }
+                }
                 None => break,
             }
         }
