@@ -202,7 +202,16 @@ fn replay_log(
                 .map_err(StorageError::io("truncate log", &path))?;
             file.sync_data()
                 .map_err(StorageError::io("fsync log", &path))?;
-            recovered.truncated_tail = Some((path, offset as u64, dropped));
+            recovered.truncated_tail = Some((path.clone(), offset as u64, dropped));
+        }
+        // A newest segment without a single whole record (created just before a crash) holds
+        // nothing; it goes, or the next segment the writer creates would need its name.
+        if is_last && scan.records.is_empty() {
+            tracing::info!(path = %path.display(), "removing an empty log segment left by a crash");
+            fs.remove(&path)
+                .map_err(StorageError::io("remove", &path))?;
+            fs.sync_dir(&layout.wal_dir)
+                .map_err(StorageError::io("sync log directory", &layout.wal_dir))?;
         }
     }
     recovered.last_zxid = applied;
