@@ -4,11 +4,13 @@
 //! # Layout
 //! * [`target`], [`null_server`]: starting and stopping the servers under test.
 //! * [`wire`], [`load`]: a pipelined load generator that speaks the protocol itself.
-//! * [`scenarios`]: the experiments; [`report`]: table and JSON; [`cpu`]: /proc accounting.
+//! * [`scenarios`]: the experiments; [`report`], [`plot`]: table, JSON and PNG charts;
+//!   [`cpu`]: /proc accounting.
 
 pub mod cpu;
 pub mod load;
 pub mod null_server;
+pub mod plot;
 pub mod report;
 pub mod scenarios;
 pub mod target;
@@ -22,15 +24,41 @@ use target::{Programs, Target};
 #[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
 pub enum Scenario {
     /// Thesis Fig. 5.1: 1 and 60 synchronous clients creating 281-byte ephemeral-sequential
-    /// znodes, forceSync=yes on both servers.
+    /// znodes, forceSync=yes on both servers; throughput over time.
     SyncCreate,
+    /// Thesis Fig. 5.2: 1 and 60 synchronous clients reading a 281-byte znode.
+    SyncGet,
+    /// Paper Fig. 5: saturated asynchronous clients, 1 KB, read share from 0 to 100 %.
+    ReadRatio,
+    /// Paper Table 2: workers doing a synchronous create then an asynchronous delete.
+    CreateLatency,
     /// Group commit: 8 clients with 32 creates each in flight, forceSync=yes.
     GroupCommit,
+    /// Thesis Fig. 5.5: server CPU under 60 synchronous creating clients.
+    Cpu,
+    /// Thesis Fig. 5.6: a sequential-znode message queue.
+    Queue,
     /// Thesis Table A.4: snapshot write and load time for 10k, 100k, 1M znodes of 300 bytes.
     Snapshot,
     /// Restart time with 10k and 100k (--full: also 1M) znodes, and a synchronous client's p99
     /// while snapshots run.
     Restart,
+}
+
+impl Scenario {
+    pub fn name(self) -> &'static str {
+        match self {
+            Scenario::SyncCreate => "sync-create",
+            Scenario::SyncGet => "sync-get",
+            Scenario::ReadRatio => "read-ratio",
+            Scenario::CreateLatency => "create-latency",
+            Scenario::GroupCommit => "group-commit",
+            Scenario::Cpu => "cpu",
+            Scenario::Queue => "queue",
+            Scenario::Snapshot => "snapshot",
+            Scenario::Restart => "restart",
+        }
+    }
 }
 
 #[derive(Debug, Clone, clap::Args)]
@@ -40,15 +68,21 @@ pub struct BenchArgs {
     /// Which servers to run against (meerkat, zookeeper and null when "all").
     #[arg(long, default_value = "all")]
     pub target: String,
-    /// The papers' sizes and durations (default: quick sizes for a small machine).
-    #[arg(long)]
+    /// The papers' sizes and durations.
+    #[arg(long, conflicts_with = "quick")]
     pub full: bool,
+    /// Sizes that fit about two minutes per scenario on a 2-core machine (the default).
+    #[arg(long)]
+    pub quick: bool,
     /// Seconds-long sizes, to check the bench itself works.
     #[arg(long, hide = true)]
     pub tiny: bool,
     /// Where JSON results go.
     #[arg(long, default_value = "bench-results")]
     pub out: PathBuf,
+    /// Servers per target (1 = standalone).
+    #[arg(long, default_value_t = 1)]
+    pub servers: usize,
     /// Scratch space for the servers' data dirs.
     #[arg(long, default_value = "target/bench-work")]
     pub work_dir: PathBuf,
@@ -64,73 +98,66 @@ fn targets(spec: &str) -> anyhow::Result<Vec<Target>> {
         .collect()
 }
 
-/// Runs one scenario and prints its table; returns the report (also written as JSON).
+/// Runs one scenario and prints its table; returns the report (also written as JSON, with
+/// PNG plots beside it).
 pub async fn run(
     args: &BenchArgs,
     programs: Programs,
     command_line: String,
 ) -> anyhow::Result<Report> {
+    if args.servers != 1 {
+        anyhow::bail!("--servers {}: only standalone servers exist so far; ensembles arrive with the replicated ensemble", args.servers);
+    }
+    let scale = Scale {
+        full: args.full,
+        tiny: args.tiny,
+    };
+    let targets = targets(&args.target)?;
+    let progress =
+        indicatif::ProgressBar::new(scenarios::steps(args.scenario, targets.len(), scale));
+    progress.set_style(
+        indicatif::ProgressStyle::with_template("{elapsed_precise} [{bar:30}] {pos}/{len} {msg}")
+            .unwrap_or_else(|_| indicatif::ProgressStyle::default_bar()),
+    );
+    std::fs::create_dir_all(&args.out)?;
     let ctx = Context {
         programs,
-        targets: targets(&args.target)?,
+        targets,
         work_dir: args.work_dir.clone(),
-        scale: Scale {
-            full: args.full,
-            tiny: args.tiny,
-        },
+        out_dir: args.out.clone(),
+        scale,
+        progress,
     };
-    let (name, (rows, details)) = match args.scenario {
-        Scenario::SyncCreate => {
-            let cases: &[(&str, usize, usize)] = if args.tiny {
-                &[("1 client", 1, 1), ("4 clients", 4, 1)]
-            } else {
-                &[("1 client", 1, 1), ("60 clients", 60, 1)]
-            };
-            (
-                "sync-create",
-                scenarios::creates(&ctx, "sync-create", cases, 3, 281).await?,
-            )
-        }
-        Scenario::GroupCommit => (
-            "group-commit",
-            scenarios::creates(
-                &ctx,
-                "group-commit",
-                &[("8 clients x 32 in flight", 8, 32)],
-                2,
-                281,
-            )
-            .await?,
-        ),
-        Scenario::Snapshot => {
-            let sizes: &[usize] = if args.tiny {
-                &[1_000, 10_000]
-            } else {
-                &[10_000, 100_000, 1_000_000]
-            };
-            ("snapshot", scenarios::snapshot_times(&ctx, sizes)?)
-        }
-        Scenario::Restart => {
-            let sizes: &[usize] = if args.tiny {
-                &[2_000]
-            } else if args.full {
-                &[10_000, 100_000, 1_000_000]
-            } else {
-                &[10_000, 100_000]
-            };
-            ("restart", scenarios::restart(&ctx, sizes).await?)
-        }
+    let outcome = match args.scenario {
+        Scenario::SyncCreate => scenarios::writes::sync_create(&ctx).await?,
+        Scenario::SyncGet => scenarios::reads::sync_get(&ctx).await?,
+        Scenario::ReadRatio => scenarios::reads::read_ratio(&ctx).await?,
+        Scenario::CreateLatency => scenarios::writes::create_latency(&ctx).await?,
+        Scenario::GroupCommit => scenarios::writes::group_commit(&ctx).await?,
+        Scenario::Cpu => scenarios::writes::cpu(&ctx).await?,
+        Scenario::Queue => scenarios::queue::queue(&ctx).await?,
+        Scenario::Snapshot => scenarios::persistence::snapshot(&ctx)?,
+        Scenario::Restart => scenarios::persistence::restart(&ctx).await?,
     };
+    ctx.progress.finish_and_clear();
     let report = Report {
-        scenario: name.into(),
+        scenario: args.scenario.name().into(),
         command: command_line,
         date: report::today(),
         machine: report::machine(),
-        rows,
-        details,
+        rows: outcome.rows,
+        details: outcome.details,
+        plots: outcome
+            .plots
+            .iter()
+            .map(|p| p.display().to_string())
+            .collect(),
     };
     print!("{}", report.table());
     let path = report.write_json(&args.out)?;
     println!("results: {}", path.display());
+    for plot in &report.plots {
+        println!("plot: {plot}");
+    }
     Ok(report)
 }

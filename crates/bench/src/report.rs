@@ -25,6 +25,8 @@ pub struct Report {
     pub rows: Vec<Row>,
     /// Raw per-target results, scenario-specific.
     pub details: serde_json::Value,
+    /// PNG charts written beside the JSON.
+    pub plots: Vec<String>,
 }
 
 impl Report {

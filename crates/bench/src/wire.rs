@@ -89,12 +89,32 @@ impl Session {
 
     /// The next reply header, skipping watch events.
     pub async fn read_reply(&mut self) -> anyhow::Result<ReplyHeader> {
+        Ok(self.read_reply_body().await?.0)
+    }
+
+    /// The next reply header and its undecoded body, skipping watch events.
+    pub async fn read_reply_body(&mut self) -> anyhow::Result<(ReplyHeader, Vec<u8>)> {
         loop {
             let payload = self.read_frame().await?;
-            let header = ReplyHeader::decode(&mut Reader::new(&payload))?;
+            let mut r = Reader::new(&payload);
+            let header = ReplyHeader::decode(&mut r)?;
             if header.xid != -1 {
-                return Ok(header);
+                return Ok((header, r.rest().to_vec()));
             }
         }
+    }
+
+    /// Sends one request and waits for its reply (a synchronous call).
+    pub async fn call(
+        &mut self,
+        xid: i32,
+        request: &Request,
+    ) -> anyhow::Result<(ReplyHeader, Vec<u8>)> {
+        let mut out = Vec::new();
+        encode_request(&mut out, xid, request);
+        self.stream.write_all(&out).await?;
+        let (header, body) = self.read_reply_body().await?;
+        anyhow::ensure!(header.xid == xid, "reply {} to request {xid}", header.xid);
+        Ok((header, body))
     }
 }

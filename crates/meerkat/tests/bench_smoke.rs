@@ -41,16 +41,40 @@ fn check_rows(report: &serde_json::Value, targets: &[&str]) {
     }
 }
 
+fn check_plots(report: &serde_json::Value) {
+    let plots = report["plots"].as_array().expect("plots");
+    assert!(!plots.is_empty(), "every scenario draws at least one chart");
+    for p in plots {
+        let bytes = std::fs::read(p.as_str().expect("path")).expect("plot file");
+        assert!(bytes.starts_with(b"\x89PNG\r\n\x1a\n"), "{p} is not a PNG");
+    }
+}
+
 #[test]
 fn every_scenario_writes_a_complete_report() {
-    let r = run("sync-create", "meerkat,null");
-    check_rows(&r, &["meerkat", "null"]);
-    assert!(r["rows"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .any(|row| row["metric"] == "ops/s" && row["values"]["meerkat"].as_f64().unwrap() > 0.0));
-    check_rows(&run("group-commit", "meerkat,null"), &["meerkat", "null"]);
-    check_rows(&run("snapshot", "meerkat"), &["meerkat"]);
-    check_rows(&run("restart", "meerkat"), &["meerkat"]);
+    let with_null = ["meerkat", "null"];
+    for scenario in [
+        "sync-create",
+        "sync-get",
+        "read-ratio",
+        "create-latency",
+        "group-commit",
+    ] {
+        let r = run(scenario, "meerkat,null");
+        check_rows(&r, &with_null);
+        check_plots(&r);
+        assert!(
+            r["rows"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .any(|row| row["values"]["meerkat"].as_f64().unwrap() > 0.0),
+            "{scenario}: meerkat measured nothing"
+        );
+    }
+    for scenario in ["cpu", "queue", "snapshot", "restart"] {
+        let r = run(scenario, "meerkat");
+        check_rows(&r, &["meerkat"]);
+        check_plots(&r);
+    }
 }

@@ -1,186 +1,30 @@
-//! The scenarios. Each starts its servers, runs the same workload against every target in one
-//! invocation, and returns a [`Report`].
+//! Persistence scenarios: snapshot cost (thesis Table A.4) and restart.
 
-use crate::load::{self, LoadSpec, MakeRequest};
+use super::{
+    create_request, durable_settings, ensure_node, launch, row, target_dir, Context, Outcome,
+    PAYLOAD_281,
+};
+use crate::load::{self, LoadSpec};
 use crate::report::Row;
-use crate::target::{self, Launched, Programs, ServerSettings, Target};
-use proto::request::Request;
-use proto::{CreateRequest, OpCode};
-use std::collections::BTreeMap;
-use std::path::{Path, PathBuf};
+use proto::OpCode;
 use std::sync::Arc;
-use std::time::{Duration, Instant};
-
-/// Sizes and durations: `--quick` fits a 2-core machine in minutes, `--full` uses the papers'.
-#[derive(Debug, Clone, Copy)]
-pub struct Scale {
-    pub full: bool,
-    /// Tiny sizes for the self-test of the bench (seconds, not minutes).
-    pub tiny: bool,
-}
-
-impl Scale {
-    fn duration(&self) -> Duration {
-        if self.tiny {
-            Duration::from_millis(300)
-        } else if self.full {
-            Duration::from_secs(30)
-        } else {
-            Duration::from_secs(8)
-        }
-    }
-
-    fn warmup(&self) -> Duration {
-        if self.tiny {
-            Duration::from_millis(100)
-        } else {
-            Duration::from_secs(2)
-        }
-    }
-}
-
-pub struct Context {
-    pub programs: Programs,
-    pub targets: Vec<Target>,
-    pub work_dir: PathBuf,
-    pub scale: Scale,
-}
-
-/// The thesis's payload for create benchmarks (Fig. 5.1: 281-byte znodes).
-const PAYLOAD_281: usize = 281;
-
-fn create_request(path: String, len: usize, flags: i32) -> Request {
-    Request::Create {
-        op: OpCode::Create,
-        req: CreateRequest {
-            path,
-            data: Some(vec![b'm'; len]),
-            acl: vec![proto::Acl {
-                perms: 31,
-                id: proto::Id {
-                    scheme: "world".into(),
-                    id: "anyone".into(),
-                },
-            }],
-            flags,
-        },
-    }
-}
-
-fn durable_settings(extra: &[(&str, &str)]) -> ServerSettings {
-    let mut settings = ServerSettings::default();
-    settings.extra.push(("forceSync".into(), "yes".into()));
-    for (k, v) in extra {
-        settings.extra.push((k.to_string(), v.to_string()));
-    }
-    settings
-}
-
-fn target_dir(ctx: &Context, scenario: &str, target: Target, case: &str) -> PathBuf {
-    let dir = ctx.work_dir.join(scenario).join(case).join(target.name());
-    let _ = std::fs::remove_dir_all(&dir);
-    dir
-}
-
-async fn launch(
-    ctx: &Context,
-    target: Target,
-    dir: &Path,
-    settings: &ServerSettings,
-) -> anyhow::Result<Launched> {
-    target::launch(target, &ctx.programs, dir, settings).await
-}
-
-fn row(case: &str, metric: &str, higher_is_better: bool) -> Row {
-    Row {
-        case: case.into(),
-        metric: metric.into(),
-        higher_is_better,
-        values: BTreeMap::new(),
-    }
-}
-
-/// Creates under `/bench` must have a parent.
-async fn make_parent(addr: std::net::SocketAddr, path: &str) -> anyhow::Result<()> {
-    let mut session = crate::wire::Session::open(addr, 30_000).await?;
-    let mut out = Vec::new();
-    crate::wire::encode_request(&mut out, 1, &create_request(path.into(), 0, 0));
-    use tokio::io::AsyncWriteExt;
-    session.stream.write_all(&out).await?;
-    let reply = session.read_reply().await?;
-    anyhow::ensure!(
-        reply.err == 0 || reply.err == proto::ErrorCode::NodeExists.code(),
-        "create {path}: error {}",
-        reply.err
-    );
-    Ok(())
-}
-
-/// Synchronous (window 1) or pipelined clients creating sequential znodes of `len` bytes.
-pub async fn creates(
-    ctx: &Context,
-    scenario: &str,
-    cases: &[(&str, usize, usize)],
-    flags: i32,
-    len: usize,
-) -> anyhow::Result<(Vec<Row>, serde_json::Value)> {
-    let mut rows = Vec::new();
-    let mut details = serde_json::Map::new();
-    for &(case, clients, window) in cases {
-        let mut throughput = row(case, "ops/s", true);
-        let mut p50 = row(case, "p50 ms", false);
-        let mut p99 = row(case, "p99 ms", false);
-        for &target in &ctx.targets {
-            let dir = target_dir(ctx, scenario, target, case);
-            let server = launch(ctx, target, &dir, &durable_settings(&[])).await?;
-            if target != Target::Null {
-                make_parent(server.addr, "/bench").await?;
-            }
-            let make: MakeRequest =
-                Arc::new(move |c, i| create_request(format!("/bench/c{c}-{i}-"), len, flags));
-            let spec = LoadSpec {
-                clients,
-                window,
-                duration: ctx.scale.duration(),
-                warmup: ctx.scale.warmup(),
-                make,
-            };
-            let result = load::run(server.addr, &spec).await?;
-            anyhow::ensure!(
-                result.errors == 0,
-                "{} answered {} creates with errors",
-                target.name(),
-                result.errors
-            );
-            server.stop();
-            throughput
-                .values
-                .insert(target.name().into(), result.ops_per_sec);
-            p50.values
-                .insert(target.name().into(), result.p50_us as f64 / 1000.0);
-            p99.values
-                .insert(target.name().into(), result.p99_us as f64 / 1000.0);
-            details.insert(
-                format!("{case}/{}", target.name()),
-                serde_json::to_value(&result)?,
-            );
-        }
-        rows.extend([throughput, p50, p99]);
-    }
-    Ok((rows, serde_json::Value::Object(details)))
-}
+use std::time::Instant;
 
 /// Snapshot write and load time against znode count, in process (meerkat's own snapshot code
 /// on a real file system with fsync). Thesis Table A.4 reports ZooKeeper: 1M znodes, 2,067 ms.
-pub fn snapshot_times(
-    ctx: &Context,
-    sizes: &[usize],
-) -> anyhow::Result<(Vec<Row>, serde_json::Value)> {
+pub fn snapshot(ctx: &Context) -> anyhow::Result<Outcome> {
+    let sizes: &[usize] = ctx.scale.pick(
+        &[1_000, 10_000, 20_000],
+        &[10_000, 100_000, 1_000_000],
+        &[10_000, 100_000, 1_000_000],
+    );
     use proto::txn::{CreateTxn, Txn, TxnBody, TxnHeader};
     let mut rows = Vec::new();
     let mut details = serde_json::Map::new();
+    let (mut write_points, mut load_points) = (Vec::new(), Vec::new());
     for &n in sizes {
         let case = format!("{n} znodes x 300 B");
+        ctx.step(format!("snapshot of {n} znodes"));
         let mut tree = tree::DataTree::new();
         let acl = tree::acl::open_acl_unsafe();
         let mut triggers = Vec::new();
@@ -234,29 +78,75 @@ pub fn snapshot_times(
         let mut freeze = row(&case, "freeze us", false);
         freeze.values.insert("meerkat".into(), freeze_us as f64);
         rows.extend([write, load, freeze]);
+        write_points.push((n as f64, write_ms));
+        load_points.push((n as f64, load_ms));
         details.insert(case, serde_json::json!({
             "znodes": n, "bytes": written.bytes, "write_ms": write_ms, "load_ms": load_ms, "freeze_us": freeze_us,
         }));
         let _ = std::fs::remove_dir_all(&dir);
     }
-    Ok((rows, serde_json::Value::Object(details)))
+    let path = ctx.plot_path("snapshot");
+    let series = [
+        crate::plot::Series {
+            name: "meerkat: write".into(),
+            points: write_points,
+        },
+        crate::plot::Series {
+            name: "meerkat: load".into(),
+            points: load_points,
+        },
+    ];
+    crate::plot::line_chart(
+        &path,
+        "snapshot: time against znode count (300-byte znodes)",
+        "znodes",
+        "milliseconds",
+        &series,
+    )?;
+    Ok(Outcome {
+        rows,
+        details: serde_json::Value::Object(details),
+        plots: vec![path],
+    })
 }
 
 /// Per target: fill the server with `n` znodes of 300 bytes, measure a synchronous client's
 /// create latency with no snapshot running, kill the server, time the restart until it serves,
 /// and measure the same client again while snapshots of the whole tree run (snapCount=10000).
-pub async fn restart(
-    ctx: &Context,
-    sizes: &[usize],
-) -> anyhow::Result<(Vec<Row>, serde_json::Value)> {
+pub async fn restart(ctx: &Context) -> anyhow::Result<Outcome> {
+    let sizes: &[usize] =
+        ctx.scale
+            .pick(&[2_000], &[10_000, 100_000], &[10_000, 100_000, 1_000_000]);
     let mut rows = Vec::new();
     let mut details = serde_json::Map::new();
+    let mut series: Vec<crate::plot::Series> = Vec::new();
     for &n in sizes {
         let (r, d) = restart_one(ctx, n).await?;
+        for (target, ms) in &r[0].values {
+            match series.iter_mut().find(|s| &s.name == target) {
+                Some(s) => s.points.push((n as f64, *ms)),
+                None => series.push(crate::plot::Series {
+                    name: target.clone(),
+                    points: vec![(n as f64, *ms)],
+                }),
+            }
+        }
         rows.extend(r);
         details.insert(n.to_string(), d);
     }
-    Ok((rows, serde_json::Value::Object(details)))
+    let path = ctx.plot_path("restart");
+    crate::plot::line_chart(
+        &path,
+        "restart: time until serving again",
+        "znodes",
+        "milliseconds",
+        &series,
+    )?;
+    Ok(Outcome {
+        rows,
+        details: serde_json::Value::Object(details),
+        plots: vec![path],
+    })
 }
 
 async fn restart_one(ctx: &Context, n: usize) -> anyhow::Result<(Vec<Row>, serde_json::Value)> {
@@ -265,7 +155,8 @@ async fn restart_one(ctx: &Context, n: usize) -> anyhow::Result<(Vec<Row>, serde
     let mut p99_quiet = row(&case, "p99 ms, no snap", false);
     let mut p99_snap = row(&case, "p99 ms, snapshots", false);
     let mut details = serde_json::Map::new();
-    for &target in ctx.targets.iter().filter(|t| **t != Target::Null) {
+    for target in ctx.real_targets() {
+        ctx.step(format!("restart with {n} znodes on {}", target.name()));
         let dir = target_dir(ctx, "restart", target, &n.to_string());
         let server = launch(
             ctx,
@@ -274,7 +165,7 @@ async fn restart_one(ctx: &Context, n: usize) -> anyhow::Result<(Vec<Row>, serde
             &durable_settings(&[("snapCount", "100000000")]),
         )
         .await?;
-        make_parent(server.addr, "/fill").await?;
+        ensure_node(server.addr, "/fill", 0).await?;
         let fill_started = Instant::now();
         fill(server.addr, n).await?;
         let fill_secs = fill_started.elapsed().as_secs_f64();

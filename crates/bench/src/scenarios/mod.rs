@@ -1,0 +1,273 @@
+//! The scenarios. Each starts its servers with the same settings for every target, runs the
+//! same workload against each in one invocation, and returns rows for the table, raw results
+//! for the JSON, and plots.
+//!
+//! * [`writes`]: sync-create (thesis Fig. 5.1), group-commit, create-latency (paper Table 2),
+//!   cpu (thesis Fig. 5.5).
+//! * [`reads`]: sync-get (thesis Fig. 5.2), read-ratio (paper Fig. 5).
+//! * [`queue`]: the sequential-znode message queue (thesis Fig. 5.6).
+//! * [`persistence`]: snapshot (thesis Table A.4) and restart.
+
+pub mod persistence;
+pub mod queue;
+pub mod reads;
+pub mod writes;
+
+use crate::load::{LoadResult, MakeRequest};
+use crate::plot::Series;
+use crate::report::Row;
+use crate::target::{self, Launched, Programs, ServerSettings, Target};
+use proto::request::Request;
+use proto::{CreateRequest, OpCode};
+use std::collections::BTreeMap;
+use std::net::SocketAddr;
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+/// Sizes and durations: `--quick` fits a 2-core machine in minutes, `--full` uses the papers'.
+#[derive(Debug, Clone, Copy)]
+pub struct Scale {
+    pub full: bool,
+    /// Tiny sizes for the self-test of the bench (seconds, not minutes).
+    pub tiny: bool,
+}
+
+impl Scale {
+    pub fn duration(&self) -> Duration {
+        if self.tiny {
+            Duration::from_secs(1)
+        } else if self.full {
+            Duration::from_secs(30)
+        } else {
+            Duration::from_secs(8)
+        }
+    }
+
+    pub fn warmup(&self) -> Duration {
+        if self.tiny {
+            Duration::from_millis(100)
+        } else {
+            Duration::from_secs(2)
+        }
+    }
+
+    /// Picks the tiny, quick or full variant.
+    pub fn pick<T>(&self, tiny: T, quick: T, full: T) -> T {
+        if self.tiny {
+            tiny
+        } else if self.full {
+            full
+        } else {
+            quick
+        }
+    }
+}
+
+pub struct Context {
+    pub programs: Programs,
+    pub targets: Vec<Target>,
+    pub work_dir: PathBuf,
+    pub out_dir: PathBuf,
+    pub scale: Scale,
+    pub progress: indicatif::ProgressBar,
+}
+
+impl Context {
+    /// Moves the progress bar on, saying what runs now.
+    pub fn step(&self, what: String) {
+        self.progress.inc(1);
+        self.progress.set_message(what);
+    }
+
+    pub fn plot_path(&self, name: &str) -> PathBuf {
+        self.out_dir.join(format!("{name}.png"))
+    }
+
+    /// Targets that run servers (everything but `null`).
+    pub fn real_targets(&self) -> Vec<Target> {
+        self.targets
+            .iter()
+            .copied()
+            .filter(|t| *t != Target::Null)
+            .collect()
+    }
+}
+
+/// What a scenario produced.
+pub struct Outcome {
+    pub rows: Vec<Row>,
+    pub details: serde_json::Value,
+    pub plots: Vec<PathBuf>,
+}
+
+/// The thesis's payload for create benchmarks (Fig. 5.1: 281-byte znodes).
+pub const PAYLOAD_281: usize = 281;
+
+pub fn open_acl() -> Vec<proto::Acl> {
+    vec![proto::Acl {
+        perms: 31,
+        id: proto::Id {
+            scheme: "world".into(),
+            id: "anyone".into(),
+        },
+    }]
+}
+
+pub fn create_request(path: String, len: usize, flags: i32) -> Request {
+    Request::Create {
+        op: OpCode::Create,
+        req: CreateRequest {
+            path,
+            data: Some(vec![b'm'; len]),
+            acl: open_acl(),
+            flags,
+        },
+    }
+}
+
+pub fn durable_settings(extra: &[(&str, &str)]) -> ServerSettings {
+    let mut settings = ServerSettings::default();
+    settings.extra.push(("forceSync".into(), "yes".into()));
+    for (k, v) in extra {
+        settings.extra.push((k.to_string(), v.to_string()));
+    }
+    settings
+}
+
+pub fn target_dir(ctx: &Context, scenario: &str, target: Target, case: &str) -> PathBuf {
+    let case: String = case
+        .chars()
+        .map(|c| if c.is_ascii_alphanumeric() { c } else { '-' })
+        .collect();
+    let dir = ctx.work_dir.join(scenario).join(case).join(target.name());
+    let _ = std::fs::remove_dir_all(&dir);
+    dir
+}
+
+pub async fn launch(
+    ctx: &Context,
+    target: Target,
+    dir: &Path,
+    settings: &ServerSettings,
+) -> anyhow::Result<Launched> {
+    target::launch(target, &ctx.programs, dir, settings).await
+}
+
+pub fn row(case: &str, metric: &str, higher_is_better: bool) -> Row {
+    Row {
+        case: case.into(),
+        metric: metric.into(),
+        higher_is_better,
+        values: BTreeMap::new(),
+    }
+}
+
+/// Creates `path` (with `len` bytes) if it does not exist yet.
+pub async fn ensure_node(addr: SocketAddr, path: &str, len: usize) -> anyhow::Result<()> {
+    let mut session = crate::wire::Session::open(addr, 30_000).await?;
+    let (reply, _) = session
+        .call(1, &create_request(path.into(), len, 0))
+        .await?;
+    anyhow::ensure!(
+        reply.err == 0 || reply.err == proto::ErrorCode::NodeExists.code(),
+        "create {path}: error {}",
+        reply.err
+    );
+    Ok(())
+}
+
+/// Throughput and latency rows of one load result per target, under `case`.
+pub fn load_rows(case: &str, results: &[(Target, LoadResult)]) -> Vec<Row> {
+    let mut throughput = row(case, "ops/s", true);
+    let mut p50 = row(case, "p50 ms", false);
+    let mut p99 = row(case, "p99 ms", false);
+    for (target, r) in results {
+        throughput
+            .values
+            .insert(target.name().into(), r.ops_per_sec);
+        p50.values
+            .insert(target.name().into(), r.p50_us as f64 / 1000.0);
+        p99.values
+            .insert(target.name().into(), r.p99_us as f64 / 1000.0);
+    }
+    vec![throughput, p50, p99]
+}
+
+/// Throughput per second over the run, one line per target (the thesis's Fig. 5.1/5.2 shape).
+pub fn timeline_plot(
+    ctx: &Context,
+    name: &str,
+    title: &str,
+    results: &[(Target, LoadResult)],
+) -> anyhow::Result<PathBuf> {
+    let series: Vec<Series> = results
+        .iter()
+        .map(|(t, r)| Series {
+            name: t.name().into(),
+            points: r
+                .timeline
+                .iter()
+                .enumerate()
+                .map(|(s, &n)| (s as f64 + 1.0, n as f64))
+                .collect(),
+        })
+        .collect();
+    let path = ctx.plot_path(name);
+    crate::plot::line_chart(&path, title, "time (s)", "operations per second", &series)?;
+    Ok(path)
+}
+
+/// Runs `spec`-style load built by `make` against every target, each on a fresh server.
+pub async fn each_target(
+    ctx: &Context,
+    scenario: &str,
+    case: &str,
+    setup: &[(&str, usize)],
+    clients: usize,
+    window: usize,
+    make: MakeRequest,
+) -> anyhow::Result<Vec<(Target, LoadResult)>> {
+    let mut results = Vec::new();
+    for &target in &ctx.targets {
+        ctx.step(format!("{scenario} {case} on {}", target.name()));
+        let dir = target_dir(ctx, scenario, target, case);
+        let server = launch(ctx, target, &dir, &durable_settings(&[])).await?;
+        if target != Target::Null {
+            for (path, len) in setup {
+                ensure_node(server.addr, path, *len).await?;
+            }
+        }
+        let spec = crate::load::LoadSpec {
+            clients,
+            window,
+            duration: ctx.scale.duration(),
+            warmup: ctx.scale.warmup(),
+            make: make.clone(),
+        };
+        let result = crate::load::run(server.addr, &spec).await?;
+        anyhow::ensure!(
+            result.errors == 0,
+            "{} answered {} requests with errors",
+            target.name(),
+            result.errors
+        );
+        server.stop();
+        results.push((target, result));
+    }
+    Ok(results)
+}
+
+/// Steps a scenario will take, for the progress bar.
+pub fn steps(scenario: crate::Scenario, ctx_targets: usize, scale: Scale) -> u64 {
+    use crate::Scenario as S;
+    let t = ctx_targets as u64;
+    match scenario {
+        S::SyncCreate | S::SyncGet => 2 * t,
+        S::GroupCommit | S::Cpu => t,
+        S::CreateLatency => 3 * t,
+        S::ReadRatio => scale.pick(3, 6, 11) * t,
+        S::Queue => 2 * t,
+        S::Snapshot => 3,
+        S::Restart => scale.pick(1, 2, 3) * t,
+    }
+}
