@@ -8,7 +8,7 @@
 //!
 //! Writes follow prep → log → apply. [`Core::commit`] hands each transaction to persistence
 //! and parks it; when persistence reports it durable ([`Core::on_durable`]) it is applied and
-//! answered, in zxid order. A read from a session with writes still parked waits behind them
+//! answered, in zxid order. A read from a session with anything still parked waits behind it
 //! (FIFO per session); other reads are answered at once. Zab will plug in at the same place.
 
 use crate::config::ServerConfig;
@@ -127,8 +127,9 @@ pub struct Core {
     /// Transactions handed to the log and not yet durable, and reads waiting behind them.
     /// Bounded by `globalOutstandingLimit` plus the server's own transactions per tick.
     parked: VecDeque<Parked>,
-    /// Parked writes per connection: a read from a connection with any waits its turn.
-    parked_writes: HashMap<ConnId, usize>,
+    /// Parked entries (writes and reads) per connection: a read from a connection with any
+    /// entry parked waits its turn behind them, or it could overtake its own earlier read.
+    parked_per_conn: HashMap<ConnId, usize>,
     /// Set when the log cannot be written: the server stops (fail-stop, as ZooKeeper exits).
     pub(crate) fatal: Option<String>,
 }
@@ -172,7 +173,7 @@ impl Core {
             global_permits,
             persistence,
             parked: VecDeque::new(),
-            parked_writes: HashMap::new(),
+            parked_per_conn: HashMap::new(),
             fatal: None,
         }
     }
@@ -435,7 +436,8 @@ impl Core {
         }
         if request.is_write() {
             self.submit_write(conn, session_id, xid, request, received);
-        } else if self.parked_writes.contains_key(&conn) {
+        } else if self.parked_per_conn.contains_key(&conn) {
+            *self.parked_per_conn.entry(conn).or_default() += 1;
             self.parked.push_back(Parked::Read {
                 conn,
                 xid,
@@ -537,7 +539,7 @@ impl Core {
             return;
         }
         if let AfterApply::Reply(r) = &after {
-            *self.parked_writes.entry(r.conn).or_default() += 1;
+            *self.parked_per_conn.entry(r.conn).or_default() += 1;
         }
         self.parked.push_back(Parked::Txn { txn, after });
     }
@@ -566,6 +568,7 @@ impl Core {
                     request,
                     received,
                 }) => {
+                    self.unpark(conn);
                     // A read of a connection that closed meanwhile is dropped: running it
                     // could register a watch for a connection that no longer exists.
                     if self.conns.contains_key(&conn) {
@@ -581,12 +584,7 @@ impl Core {
         let reply = match after {
             AfterApply::Nothing => None,
             AfterApply::Reply(reply) => {
-                if let Some(n) = self.parked_writes.get_mut(&reply.conn) {
-                    *n -= 1;
-                    if *n == 0 {
-                        self.parked_writes.remove(&reply.conn);
-                    }
-                }
+                self.unpark(reply.conn);
                 Some(reply)
             }
             AfterApply::Connect {
@@ -603,6 +601,16 @@ impl Core {
             }
         };
         self.apply(txn, reply);
+    }
+
+    /// One parked entry of `conn` left the queue.
+    fn unpark(&mut self, conn: ConnId) {
+        if let Some(n) = self.parked_per_conn.get_mut(&conn) {
+            *n -= 1;
+            if *n == 0 {
+                self.parked_per_conn.remove(&conn);
+            }
+        }
     }
 
     fn apply(&mut self, txn: Txn, reply: Option<ReplyTo>) {
