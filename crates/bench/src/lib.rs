@@ -38,6 +38,8 @@ pub enum Scenario {
     Cpu,
     /// Thesis Fig. 5.6: a sequential-znode message queue.
     Queue,
+    /// Paper Table 3: double barriers, scaled down (10 and 20 clients; --full: 50 to 200).
+    Barrier,
     /// Thesis Table A.4: snapshot write and load time for 10k, 100k, 1M znodes of 300 bytes.
     Snapshot,
     /// Restart time with 10k and 100k (--full: also 1M) znodes, and a synchronous client's p99
@@ -55,6 +57,7 @@ impl Scenario {
             Scenario::GroupCommit => "group-commit",
             Scenario::Cpu => "cpu",
             Scenario::Queue => "queue",
+            Scenario::Barrier => "barrier",
             Scenario::Snapshot => "snapshot",
             Scenario::Restart => "restart",
         }
@@ -136,6 +139,7 @@ pub async fn run(
         Scenario::GroupCommit => scenarios::writes::group_commit(&ctx).await?,
         Scenario::Cpu => scenarios::writes::cpu(&ctx).await?,
         Scenario::Queue => scenarios::queue::queue(&ctx).await?,
+        Scenario::Barrier => scenarios::barrier::barrier(&ctx).await?,
         Scenario::Snapshot => scenarios::persistence::snapshot(&ctx)?,
         Scenario::Restart => scenarios::persistence::restart(&ctx).await?,
     };

@@ -155,7 +155,10 @@ pub async fn launch(
             c.arg(&programs.zookeeper_script)
                 .arg("run")
                 .arg(&cfg_path)
-                .env("ZK_LOG_LEVEL", "warn");
+                .env(
+                    "ZK_LOG_LEVEL",
+                    std::env::var("ZK_LOG_LEVEL").unwrap_or_else(|_| "warn".into()),
+                );
             c
         }
         Target::Null => unreachable!("handled above"),

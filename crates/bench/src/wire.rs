@@ -104,6 +104,12 @@ impl Session {
         }
     }
 
+    /// Ends the session (closeSession), so the server need not wait for it to expire.
+    pub async fn close(mut self) -> anyhow::Result<()> {
+        self.call(i32::MAX, &Request::CloseSession).await?;
+        Ok(())
+    }
+
     /// Sends one request and waits for its reply (a synchronous call).
     pub async fn call(
         &mut self,

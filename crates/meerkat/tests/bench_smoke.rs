@@ -72,7 +72,7 @@ fn every_scenario_writes_a_complete_report() {
             "{scenario}: meerkat measured nothing"
         );
     }
-    for scenario in ["cpu", "queue", "snapshot", "restart"] {
+    for scenario in ["cpu", "queue", "barrier", "snapshot", "restart"] {
         let r = run(scenario, "meerkat");
         check_rows(&r, &["meerkat"]);
         check_plots(&r);

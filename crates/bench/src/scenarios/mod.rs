@@ -6,8 +6,10 @@
 //!   cpu (thesis Fig. 5.5).
 //! * [`reads`]: sync-get (thesis Fig. 5.2), read-ratio (paper Fig. 5).
 //! * [`queue`]: the sequential-znode message queue (thesis Fig. 5.6).
+//! * [`barrier`]: double barriers (paper Table 3).
 //! * [`persistence`]: snapshot (thesis Table A.4) and restart.
 
+pub mod barrier;
 pub mod persistence;
 pub mod queue;
 pub mod reads;
@@ -173,7 +175,7 @@ pub async fn ensure_node(addr: SocketAddr, path: &str, len: usize) -> anyhow::Re
         "create {path}: error {}",
         reply.err
     );
-    Ok(())
+    session.close().await
 }
 
 /// Throughput and latency rows of one load result per target, under `case`.
@@ -267,6 +269,7 @@ pub fn steps(scenario: crate::Scenario, ctx_targets: usize, scale: Scale) -> u64
         S::CreateLatency => 3 * t,
         S::ReadRatio => scale.pick(3, 6, 11) * t,
         S::Queue => 2 * t,
+        S::Barrier => scale.pick(1, 2, 3) * t,
         S::Snapshot => 3,
         S::Restart => scale.pick(1, 2, 3) * t,
     }

@@ -1,0 +1,208 @@
+//! Paper Table 3: double barriers (§2.4). `n` clients enter a barrier together and leave it
+//! together, round after round:
+//!
+//! * enter: create the ephemeral `/barrier/r<k>/c<i>`; whoever then counts all `n` creates
+//!   `/barrier/r<k>/ready`, and everyone else waits for it with an exists watch (counting with
+//!   a child watch instead would deadlock: an early leaver lowers the count a slow enterer sees);
+//! * leave: delete it, then list with a watch until no client node is left.
+//!
+//! Measured: barrier rounds completed per second and the time of a round, for every client.
+
+use super::{durable_settings, ensure_node, launch, open_acl, row, target_dir, Context, Outcome};
+use crate::wire::Session;
+use anyhow::Context as _;
+use proto::jute::{Reader, Record};
+use proto::request::Request;
+use proto::response::Response;
+use proto::{CreateRequest, OpCode, PathAndVersion, PathAndWatch, ReplyHeader};
+use std::time::{Duration, Instant};
+
+pub async fn barrier(ctx: &Context) -> anyhow::Result<Outcome> {
+    let cases: &[usize] = ctx.scale.pick(&[3], &[10, 20], &[50, 100, 200]);
+    let rounds = ctx.scale.pick(3, 20, 50);
+    let mut rows = Vec::new();
+    let mut details = serde_json::Map::new();
+    let mut series: Vec<crate::plot::Series> = Vec::new();
+    for &n in cases {
+        let case = format!("{n} clients");
+        let mut rate = row(&case, "barriers/s", true);
+        let mut round_ms = row(&case, "round ms", false);
+        for target in ctx.real_targets() {
+            ctx.step(format!("barrier {case} on {}", target.name()));
+            let dir = target_dir(ctx, "barrier", target, &case);
+            let server = launch(ctx, target, &dir, &durable_settings(&[])).await?;
+            ensure_node(server.addr, "/barrier", 0)
+                .await
+                .context("create /barrier")?;
+            for k in 0..rounds {
+                ensure_node(server.addr, &format!("/barrier/r{k}"), 0)
+                    .await
+                    .context("create a round's barrier")?;
+            }
+            let mut sessions = Vec::with_capacity(n);
+            for _ in 0..n {
+                sessions.push(Session::open(server.addr, 30_000).await?);
+            }
+            let started = Instant::now();
+            let tasks: Vec<_> = sessions
+                .into_iter()
+                .enumerate()
+                .map(|(i, s)| tokio::spawn(client(s, i, n, rounds)))
+                .collect();
+            for t in tasks {
+                t.await?
+                    .with_context(|| format!("a barrier client of {}", target.name()))?;
+            }
+            let secs = started.elapsed().as_secs_f64();
+            server.stop();
+            rate.values
+                .insert(target.name().into(), rounds as f64 / secs);
+            round_ms
+                .values
+                .insert(target.name().into(), secs * 1000.0 / rounds as f64);
+            match series.iter_mut().find(|s| s.name == target.name()) {
+                Some(s) => s.points.push((n as f64, rounds as f64 / secs)),
+                None => series.push(crate::plot::Series {
+                    name: target.name().into(),
+                    points: vec![(n as f64, rounds as f64 / secs)],
+                }),
+            }
+            details.insert(
+                format!("{case}/{}", target.name()),
+                serde_json::json!({ "clients": n, "rounds": rounds, "seconds": secs }),
+            );
+        }
+        rows.extend([rate, round_ms]);
+    }
+    let path = ctx.plot_path("barrier");
+    crate::plot::line_chart(
+        &path,
+        "barrier: double barriers, enter and leave together",
+        "clients",
+        "barriers per second",
+        &series,
+    )?;
+    Ok(Outcome {
+        rows,
+        details: serde_json::Value::Object(details),
+        plots: vec![path],
+    })
+}
+
+/// A limit on waiting for the others, so a lost notification fails the run instead of hanging.
+const WAIT_MAX: Duration = Duration::from_secs(60);
+
+async fn client(mut s: Session, i: usize, n: usize, rounds: usize) -> anyhow::Result<()> {
+    let mut xid = 0;
+    for k in 0..rounds {
+        let barrier = format!("/barrier/r{k}");
+        let me = format!("{barrier}/c{i}");
+        xid += 1;
+        let (reply, _) = s.call(xid, &create(&me, 1)).await?;
+        anyhow::ensure!(reply.err == 0, "enter {me}: error {}", reply.err);
+        enter(&mut s, &mut xid, &barrier, n).await?;
+        xid += 1;
+        let (reply, _) = s
+            .call(
+                xid,
+                &Request::Delete(PathAndVersion {
+                    path: me.clone(),
+                    version: -1,
+                }),
+            )
+            .await?;
+        anyhow::ensure!(reply.err == 0, "leave {me}: error {}", reply.err);
+        leave(&mut s, &mut xid, &barrier).await?;
+    }
+    Ok(())
+}
+
+fn create(path: &str, flags: i32) -> Request {
+    Request::Create {
+        op: OpCode::Create,
+        req: CreateRequest {
+            path: path.into(),
+            data: Some(Vec::new()),
+            acl: open_acl(),
+            flags,
+        },
+    }
+}
+
+/// Client znodes in `barrier` (the `ready` marker is not one).
+async fn count(
+    s: &mut Session,
+    xid: &mut i32,
+    barrier: &str,
+    watch: bool,
+) -> anyhow::Result<usize> {
+    *xid += 1;
+    let (reply, body) = s
+        .call(
+            *xid,
+            &Request::GetChildren(PathAndWatch {
+                path: barrier.into(),
+                watch,
+            }),
+        )
+        .await?;
+    anyhow::ensure!(reply.err == 0, "list {barrier}: error {}", reply.err);
+    match Response::decode(OpCode::GetChildren, &body)? {
+        Response::GetChildren(r) => Ok(r.children.iter().filter(|c| *c != "ready").count()),
+        other => anyhow::bail!("unexpected list reply {other:?}"),
+    }
+}
+
+async fn enter(s: &mut Session, xid: &mut i32, barrier: &str, n: usize) -> anyhow::Result<()> {
+    let ready = format!("{barrier}/ready");
+    let deadline = Instant::now() + WAIT_MAX;
+    loop {
+        *xid += 1;
+        let (reply, _) = s
+            .call(
+                *xid,
+                &Request::Exists(PathAndWatch {
+                    path: ready.clone(),
+                    watch: true,
+                }),
+            )
+            .await?;
+        if reply.err == 0 {
+            return Ok(());
+        }
+        if count(s, xid, barrier, false).await? >= n {
+            *xid += 1;
+            let (reply, _) = s.call(*xid, &create(&ready, 0)).await?;
+            anyhow::ensure!(
+                reply.err == 0 || reply.err == proto::ErrorCode::NodeExists.code(),
+                "create {ready}: error {}",
+                reply.err
+            );
+            return Ok(());
+        }
+        wait_event(s, deadline, barrier).await?;
+    }
+}
+
+async fn leave(s: &mut Session, xid: &mut i32, barrier: &str) -> anyhow::Result<()> {
+    let deadline = Instant::now() + WAIT_MAX;
+    while count(s, xid, barrier, true).await? > 0 {
+        wait_event(s, deadline, barrier).await?;
+    }
+    Ok(())
+}
+
+/// The next frame must be a watch event (nothing else is outstanding on this session).
+async fn wait_event(s: &mut Session, deadline: Instant, barrier: &str) -> anyhow::Result<()> {
+    let remaining = deadline.saturating_duration_since(Instant::now());
+    let frame = tokio::time::timeout(remaining, s.read_frame())
+        .await
+        .map_err(|_| anyhow::anyhow!("waited {WAIT_MAX:?} at {barrier} for the others"))??;
+    let header = ReplyHeader::decode(&mut Reader::new(&frame))?;
+    anyhow::ensure!(
+        header.xid == -1,
+        "expected a watch event, got reply {}",
+        header.xid
+    );
+    Ok(())
+}
