@@ -132,6 +132,14 @@ pub struct Core {
     parked_per_conn: HashMap<ConnId, usize>,
     /// Set when the log cannot be written: the server stops (fail-stop, as ZooKeeper exits).
     pub(crate) fatal: Option<String>,
+    pub(crate) startup: Startup,
+}
+
+/// What recovery did at start-up, for mntr.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct Startup {
+    pub txns_loaded: u64,
+    pub load_ms: u64,
 }
 
 pub(crate) fn wall_ms() -> i64 {
@@ -147,6 +155,7 @@ impl Core {
         outstanding: Arc<dyn Fn() -> usize + Send + Sync>,
         persistence: Persistence,
         recovered: Recovered,
+        load_ms: u64,
     ) -> Core {
         let mut sessions = SessionTracker::new(config.tick_time_ms, 0, wall_ms());
         // Sessions are replicated state: after a restart each lives until its timeout unless
@@ -157,6 +166,10 @@ impl Core {
         let last_zxid = recovered
             .last_zxid
             .max(recovered.tree.last_processed_zxid());
+        let startup = Startup {
+            txns_loaded: recovered.replayed,
+            load_ms,
+        };
         Core {
             next_container_check_ms: config.container_check_interval_ms,
             config,
@@ -175,6 +188,7 @@ impl Core {
             parked: VecDeque::new(),
             parked_per_conn: HashMap::new(),
             fatal: None,
+            startup,
         }
     }
 

@@ -158,8 +158,17 @@ fn mntr(core: &Core) -> String {
         ("zk_min_proposal_size", "-1".into()),
         ("zk_uptime", core.uptime_ms().to_string()),
         ("zk_connection_drop_probability", "0.0".into()),
-        ("zk_durability_mode", "in-memory".into()),
+        (
+            "zk_durability_mode",
+            if core.config.force_sync {
+                "durable"
+            } else {
+                "durable-no-fsync"
+            }
+            .into(),
+        ),
     ];
+    lines.extend(storage_metrics(core));
     if let Some((open, max)) = file_descriptor_counts() {
         lines.push(("zk_open_file_descriptor_count", open.to_string()));
         lines.push(("zk_max_file_descriptor_count", max.to_string()));
@@ -168,6 +177,62 @@ fn mntr(core: &Core) -> String {
         .into_iter()
         .map(|(k, v)| format!("{k}\t{v}\n"))
         .collect()
+}
+
+/// Storage figures under the names ZooKeeper's mntr uses for them (its `fsynctime` and
+/// `snapshottime` summaries, in ms, and the start-up counters), so dashboards keep working.
+fn storage_metrics(core: &Core) -> Vec<(&'static str, String)> {
+    use std::sync::atomic::Ordering::Relaxed;
+    let wal = core.persistence.wal_stats();
+    let fsyncs = wal.fsyncs.load(Relaxed);
+    let fsync_sum_ms = wal.fsync_micros_total.load(Relaxed) as f64 / 1000.0;
+    let fsync_min_ms = match wal.fsync_micros_min.load(Relaxed) {
+        u64::MAX => 0,
+        us => us / 1000,
+    };
+    let snaps = &core.persistence.snapshot_stats;
+    let taken = snaps.taken.load(Relaxed);
+    let snap_sum = snaps.total_millis.load(Relaxed);
+    let avg = |sum: f64, n: u64| if n == 0 { 0.0 } else { sum / n as f64 };
+    vec![
+        (
+            "zk_avg_fsynctime",
+            format!("{:.4}", avg(fsync_sum_ms, fsyncs)),
+        ),
+        ("zk_min_fsynctime", fsync_min_ms.to_string()),
+        (
+            "zk_max_fsynctime",
+            (wal.fsync_micros_max.load(Relaxed) / 1000).to_string(),
+        ),
+        ("zk_cnt_fsynctime", fsyncs.to_string()),
+        ("zk_sum_fsynctime", format!("{}", fsync_sum_ms as u64)),
+        (
+            "zk_avg_snapshottime",
+            format!("{:.4}", avg(snap_sum as f64, taken)),
+        ),
+        (
+            "zk_max_snapshottime",
+            snaps.max_millis.load(Relaxed).to_string(),
+        ),
+        ("zk_cnt_snapshottime", taken.to_string()),
+        ("zk_sum_snapshottime", snap_sum.to_string()),
+        (
+            "zk_startup_txns_loaded",
+            core.startup.txns_loaded.to_string(),
+        ),
+        (
+            "zk_startup_snap_load_time",
+            core.startup.load_ms.to_string(),
+        ),
+        (
+            "zk_meerkat_log_records",
+            wal.records.load(Relaxed).to_string(),
+        ),
+        (
+            "zk_meerkat_log_groups",
+            wal.groups.load(Relaxed).to_string(),
+        ),
+    ]
 }
 
 fn file_descriptor_counts() -> Option<(usize, u64)> {

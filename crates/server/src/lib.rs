@@ -96,6 +96,7 @@ pub async fn start(config: ServerConfig) -> Result<RunningServer, StartError> {
     let (progress_tx, progress_rx) = tokio::sync::watch::channel(LogProgress::default());
     let progress_tx = Arc::new(progress_tx);
     let options = persistence_options(&config, layout);
+    let recovery_started = std::time::Instant::now();
     let (persistence, recovered) = {
         let (durable_tx, failure_tx) = (progress_tx.clone(), progress_tx.clone());
         tokio::task::spawn_blocking(move || {
@@ -117,7 +118,8 @@ pub async fn start(config: ServerConfig) -> Result<RunningServer, StartError> {
             detail: format!("recovery thread failed: {e}"),
         })??
     };
-    log_recovery(&recovered);
+    let load_ms = recovery_started.elapsed().as_millis() as u64;
+    log_recovery(&recovered, load_ms);
     let address = config.client_address();
     let listener = TcpListener::bind(address)
         .await
@@ -142,6 +144,7 @@ pub async fn start(config: ServerConfig) -> Result<RunningServer, StartError> {
         outstanding,
         persistence,
         recovered,
+        load_ms,
     );
     let core_task = tokio::spawn(run_core(
         core,
@@ -187,7 +190,7 @@ fn persistence_options(
     }
 }
 
-fn log_recovery(recovered: &storage::Recovered) {
+fn log_recovery(recovered: &storage::Recovered, load_ms: u64) {
     for (path, why) in &recovered.skipped_snapshots {
         tracing::error!(path = %path.display(), why, "a damaged snapshot was skipped");
     }
@@ -203,6 +206,7 @@ fn log_recovery(recovered: &storage::Recovered) {
         last_zxid = format!("{:#x}", recovered.last_zxid),
         nodes = recovered.tree.node_count(),
         sessions = recovered.tree.sessions().len(),
+        ms = load_ms,
         "recovered the data tree"
     );
 }

@@ -81,6 +81,13 @@ async fn mntr_with_every_word_enabled() {
     let connections: u64 = value("zk_num_alive_connections").parse().expect("number");
     assert!(connections >= 1, "{mntr}");
     assert!(value("zk_version").starts_with("3.9"), "{mntr}");
+    // Storage under ZooKeeper's metric names: the session and the create were fsynced.
+    assert_eq!(value("zk_durability_mode"), "durable", "{mntr}");
+    let fsyncs: u64 = value("zk_cnt_fsynctime").parse().expect("number");
+    assert!(fsyncs >= 1, "{mntr}");
+    let records: u64 = value("zk_meerkat_log_records").parse().expect("number");
+    assert!(records >= 2, "createSession and create were logged: {mntr}");
+    assert_eq!(value("zk_startup_txns_loaded"), "0", "{mntr}");
 
     // A four-letter word is only recognised as the first bytes of a connection: after a
     // handshake, the same bytes are a (bad) frame length and the connection is closed.

@@ -30,6 +30,8 @@ pub struct WalStats {
     pub fsyncs: AtomicU64,
     pub fsync_micros_total: AtomicU64,
     pub fsync_micros_max: AtomicU64,
+    /// u64::MAX until the first fsync.
+    pub fsync_micros_min: AtomicU64,
     pub durable_zxid: AtomicU64,
 }
 
@@ -54,6 +56,7 @@ impl GroupCommit {
         let (tx, rx) = mpsc::sync_channel(QUEUE_LEN_MAX);
         let failed = Arc::new(AtomicBool::new(false));
         let stats = Arc::new(WalStats::default());
+        stats.fsync_micros_min.store(u64::MAX, Ordering::Relaxed);
         stats
             .durable_zxid
             .store(writer.last_zxid() as u64, Ordering::Relaxed);
@@ -145,6 +148,7 @@ fn run(
                 .fsync_micros_total
                 .fetch_add(micros, Ordering::Relaxed);
             stats.fsync_micros_max.fetch_max(micros, Ordering::Relaxed);
+            stats.fsync_micros_min.fetch_min(micros, Ordering::Relaxed);
             if took >= options.fsync_warn {
                 tracing::warn!(
                     fsync_ms = took.as_millis() as u64,

@@ -43,6 +43,8 @@ pub struct SnapshotStats {
     pub last_zxid: AtomicI64,
     pub last_millis: AtomicU64,
     pub last_bytes: AtomicU64,
+    pub total_millis: AtomicU64,
+    pub max_millis: AtomicU64,
 }
 
 pub struct Persistence {
@@ -152,6 +154,8 @@ impl Persistence {
                         stats.last_zxid.store(frozen.zxid(), Ordering::Relaxed);
                         stats.last_millis.store(ms, Ordering::Relaxed);
                         stats.last_bytes.store(written.bytes, Ordering::Relaxed);
+                        stats.total_millis.fetch_add(ms, Ordering::Relaxed);
+                        stats.max_millis.fetch_max(ms, Ordering::Relaxed);
                         tracing::info!(
                             path = %written.path.display(),
                             zxid = format!("{:#x}", frozen.zxid()),
