@@ -187,6 +187,7 @@ fn persistence_options(
             u64::from(config.autopurge_purge_interval_hours) * 3600,
         ),
         fsync_warn: std::time::Duration::from_millis(config.fsync_warning_threshold_ms),
+        replay: storage::Replay::ApplyAll,
     }
 }
 

@@ -35,9 +35,19 @@ pub struct WalStats {
     pub durable_zxid: AtomicU64,
 }
 
+/// What the writer thread is asked to do, in order.
+enum Command {
+    Append(i64, Vec<u8>),
+    /// Drop records after the zxid; reply when durable.
+    Truncate(i64, SyncSender<Result<()>>),
+    /// Drop the whole log; the next record follows the zxid in the new generation. Reply when
+    /// durable.
+    Reset(i64, u32, SyncSender<Result<()>>),
+}
+
 /// The appending side of the writer thread.
 pub struct GroupCommit {
-    tx: Option<SyncSender<(i64, Vec<u8>)>>,
+    tx: Option<SyncSender<Command>>,
     failed: Arc<AtomicBool>,
     thread: Option<std::thread::JoinHandle<()>>,
     pub stats: Arc<WalStats>,
@@ -86,11 +96,33 @@ impl GroupCommit {
             return Err(StorageError::Stopped);
         }
         let tx = self.tx.as_ref().ok_or(StorageError::Stopped)?;
-        match tx.try_send((zxid, payload)) {
+        match tx.try_send(Command::Append(zxid, payload)) {
             Ok(()) => Ok(()),
             Err(TrySendError::Full(record)) => tx.send(record).map_err(|_| StorageError::Stopped),
             Err(TrySendError::Disconnected(_)) => Err(StorageError::Stopped),
         }
+    }
+
+    /// Synchronous: writes what is queued, then durably drops every record after `zxid`.
+    pub fn truncate_after(&self, zxid: i64) -> Result<()> {
+        self.round_trip(|reply| Command::Truncate(zxid, reply))
+    }
+
+    /// Synchronous: writes what is queued, then durably drops the whole log (a snapshot at
+    /// `zxid` of log generation `generation` has replaced it).
+    pub fn reset(&self, zxid: i64, generation: u32) -> Result<()> {
+        self.round_trip(|reply| Command::Reset(zxid, generation, reply))
+    }
+
+    fn round_trip(&self, command: impl FnOnce(SyncSender<Result<()>>) -> Command) -> Result<()> {
+        if self.failed.load(Ordering::SeqCst) {
+            return Err(StorageError::Stopped);
+        }
+        let tx = self.tx.as_ref().ok_or(StorageError::Stopped)?;
+        let (reply_tx, reply_rx) = mpsc::sync_channel(1);
+        tx.send(command(reply_tx))
+            .map_err(|_| StorageError::Stopped)?;
+        reply_rx.recv().map_err(|_| StorageError::Stopped)?
     }
 
     pub fn has_failed(&self) -> bool {
@@ -118,53 +150,93 @@ impl Drop for GroupCommit {
 
 fn run(
     mut writer: WalWriter,
-    rx: Receiver<(i64, Vec<u8>)>,
+    rx: Receiver<Command>,
     options: &GroupCommitOptions,
     on_durable: &mut dyn FnMut(i64),
     stats: &WalStats,
 ) -> Result<()> {
     let mut group: Vec<(i64, Vec<u8>)> = Vec::new();
-    // Blocks until the first record of a group; ends when every sender is gone.
+    // Blocks until the first command; ends when every sender is gone.
     while let Ok(first) = rx.recv() {
-        let mut bytes = first.1.len();
-        group.push(first);
-        while bytes < GROUP_BYTES_MAX {
-            match rx.try_recv() {
-                Ok(record) => {
-                    bytes += record.1.len();
-                    group.push(record);
+        let mut next = Some(first);
+        let mut bytes = 0;
+        // Gather appends until the queue is empty, the group is full, or another command.
+        let mut control = None;
+        while let Some(command) = next.take() {
+            match command {
+                Command::Append(zxid, payload) => {
+                    bytes += payload.len();
+                    group.push((zxid, payload));
+                    if bytes < GROUP_BYTES_MAX {
+                        next = rx.try_recv().ok();
+                    }
                 }
-                Err(_) => break,
+                other => control = Some(other),
             }
         }
-        writer.write(&group)?;
-        if options.force_sync {
-            let started = Instant::now();
-            writer.sync()?;
-            let took = started.elapsed();
-            let micros = took.as_micros() as u64;
-            stats.fsyncs.fetch_add(1, Ordering::Relaxed);
-            stats
-                .fsync_micros_total
-                .fetch_add(micros, Ordering::Relaxed);
-            stats.fsync_micros_max.fetch_max(micros, Ordering::Relaxed);
-            stats.fsync_micros_min.fetch_min(micros, Ordering::Relaxed);
-            if took >= options.fsync_warn {
-                tracing::warn!(
-                    fsync_ms = took.as_millis() as u64,
-                    records = group.len(),
-                    "fsync of the transaction log was slow; writes waited for it"
-                );
-            }
+        if !group.is_empty() {
+            write_group(&mut writer, &group, options, stats)?;
+            group.clear();
+            on_durable(writer.last_zxid());
         }
-        let last = writer.last_zxid();
-        stats
-            .records
-            .fetch_add(group.len() as u64, Ordering::Relaxed);
-        stats.groups.fetch_add(1, Ordering::Relaxed);
-        stats.durable_zxid.store(last as u64, Ordering::Relaxed);
-        group.clear();
-        on_durable(last);
+        match control {
+            Some(Command::Truncate(zxid, reply)) => {
+                let result = writer.truncate_after(zxid);
+                let failed = result.is_err();
+                let _ = reply.send(result);
+                if failed {
+                    return Err(StorageError::Stopped);
+                }
+                stats.durable_zxid.store(zxid as u64, Ordering::Relaxed);
+            }
+            Some(Command::Reset(zxid, generation, reply)) => {
+                let result = writer.reset(zxid, generation);
+                let failed = result.is_err();
+                let _ = reply.send(result);
+                if failed {
+                    return Err(StorageError::Stopped);
+                }
+                stats.durable_zxid.store(zxid as u64, Ordering::Relaxed);
+            }
+            Some(Command::Append(..)) | None => {}
+        }
     }
+    Ok(())
+}
+
+/// Writes one group and (with forceSync) covers it with one fsync.
+fn write_group(
+    writer: &mut WalWriter,
+    group: &[(i64, Vec<u8>)],
+    options: &GroupCommitOptions,
+    stats: &WalStats,
+) -> Result<()> {
+    writer.write(group)?;
+    if options.force_sync {
+        let started = Instant::now();
+        writer.sync()?;
+        let took = started.elapsed();
+        let micros = took.as_micros() as u64;
+        stats.fsyncs.fetch_add(1, Ordering::Relaxed);
+        stats
+            .fsync_micros_total
+            .fetch_add(micros, Ordering::Relaxed);
+        stats.fsync_micros_max.fetch_max(micros, Ordering::Relaxed);
+        stats.fsync_micros_min.fetch_min(micros, Ordering::Relaxed);
+        if took >= options.fsync_warn {
+            tracing::warn!(
+                fsync_ms = took.as_millis() as u64,
+                records = group.len(),
+                "fsync of the transaction log was slow; writes waited for it"
+            );
+        }
+    }
+    stats
+        .records
+        .fetch_add(group.len() as u64, Ordering::Relaxed);
+    stats.groups.fetch_add(1, Ordering::Relaxed);
+    stats
+        .durable_zxid
+        .store(writer.last_zxid() as u64, Ordering::Relaxed);
     Ok(())
 }

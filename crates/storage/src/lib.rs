@@ -13,6 +13,7 @@
 //!   data, for crash tests.
 //! * [`record`], [`layout`], [`error`]: framing and checksums, file names, errors.
 
+pub mod epoch;
 pub mod error;
 pub mod faulty_fs;
 pub mod fs;
@@ -32,4 +33,4 @@ pub use error::StorageError;
 pub use fs::{FileSystem, RealFs};
 pub use layout::Layout;
 pub use persistence::{Persistence, PersistenceOptions};
-pub use recovery::Recovered;
+pub use recovery::{Recovered, Replay};

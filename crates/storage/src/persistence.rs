@@ -34,6 +34,8 @@ pub struct PersistenceOptions {
     pub snap_retain_count: usize,
     pub purge_interval: Duration,
     pub fsync_warn: Duration,
+    /// Standalone applies the whole log at start-up; an ensemble member hands it to Zab.
+    pub replay: crate::recovery::Replay,
 }
 
 /// Numbers for operators.
@@ -57,6 +59,8 @@ pub struct Persistence {
     pub snapshot_stats: Arc<SnapshotStats>,
     next_purge: Option<Instant>,
     random: u64,
+    /// The log generation: changes when a leader's snapshot replaces the whole log.
+    generation: u32,
 }
 
 impl Persistence {
@@ -75,12 +79,13 @@ impl Persistence {
                  LOST if the machine crashes or loses power. Use only for tests."
             );
         }
-        let recovered = recovery::recover(fs.as_ref(), &options.layout)?;
+        let recovered = recovery::recover_with(fs.as_ref(), &options.layout, options.replay)?;
         let writer = WalWriter::new(
             fs.clone(),
             options.layout.clone(),
             recovered.last_zxid,
             options.segment_bytes,
+            recovered.generation,
         );
         let wal = GroupCommit::start(
             writer,
@@ -107,6 +112,7 @@ impl Persistence {
             snapshot_running: Arc::new(AtomicBool::new(false)),
             snapshot_stats: Arc::new(SnapshotStats::default()),
             random,
+            generation: recovered.generation,
         };
         persistence.next_snapshot_at = persistence.draw_snapshot_interval();
         Ok((persistence, recovered))
@@ -143,11 +149,12 @@ impl Persistence {
         let frozen = tree.freeze();
         let (fs, layout) = (self.fs.clone(), self.options.layout.clone());
         let (running, stats) = (self.snapshot_running.clone(), self.snapshot_stats.clone());
+        let generation = self.generation;
         let spawned = std::thread::Builder::new()
             .name("meerkat-snapshot".into())
             .spawn(move || {
                 let started = Instant::now();
-                match snapshot_file::write(fs.as_ref(), &layout, &frozen, wall_ms()) {
+                match snapshot_file::write(fs.as_ref(), &layout, &frozen, wall_ms(), generation) {
                     Ok(written) => {
                         let ms = started.elapsed().as_millis() as u64;
                         stats.taken.fetch_add(1, Ordering::Relaxed);
@@ -218,6 +225,62 @@ impl Persistence {
         self.random ^= self.random >> 7;
         self.random ^= self.random << 17;
         half + self.random % half
+    }
+
+    /// Synchronous (Zab's TRUNC): writes what is queued, then durably drops every log record
+    /// after `zxid`.
+    pub fn truncate_log_after(&mut self, zxid: i64) -> Result<()> {
+        self.wal.truncate_after(zxid)
+    }
+
+    /// The tree as snapshot bytes, exactly at its last applied zxid (what a leader sends a
+    /// learner that needs SNAP).
+    pub fn snapshot_bytes(tree: &DataTree) -> Vec<u8> {
+        snapshot_file::encode_to_vec(&tree.freeze(), wall_ms())
+    }
+
+    /// Synchronous (Zab's SNAP): checks snapshot bytes received from the leader, stores them
+    /// durably, drops the whole log they replace, and returns the tree they hold.
+    ///
+    /// Crash-safe in every order: the snapshot is saved as a new log generation before the old
+    /// segments go, and recovery never replays segments of an older generation than the
+    /// snapshot it loaded, so a divergent old history cannot leak onto the leader's state.
+    pub fn replace_with_snapshot(&mut self, bytes: &[u8]) -> Result<DataTree> {
+        // A periodic snapshot still being written belongs to the old generation; let it end.
+        while self.snapshot_running.load(Ordering::Acquire) {
+            std::thread::sleep(Duration::from_millis(1));
+        }
+        let generation = self.generation + 1;
+        let loaded =
+            snapshot_file::save_bytes(self.fs.as_ref(), &self.options.layout, bytes, generation)?;
+        self.wal.reset(loaded.header.zxid, generation)?;
+        self.generation = generation;
+        self.since_snapshot = 0;
+        Ok(loaded.tree)
+    }
+
+    pub fn epochs(&self) -> Result<crate::epoch::Epochs> {
+        crate::epoch::read(self.fs.as_ref(), &self.options.layout)
+    }
+
+    /// Synchronous: durably records acceptedEpoch.
+    pub fn save_accepted_epoch(&self, epoch: u32) -> Result<()> {
+        crate::epoch::save(
+            self.fs.as_ref(),
+            &self.options.layout,
+            crate::epoch::ACCEPTED,
+            epoch,
+        )
+    }
+
+    /// Synchronous: durably records currentEpoch.
+    pub fn save_current_epoch(&self, epoch: u32) -> Result<()> {
+        crate::epoch::save(
+            self.fs.as_ref(),
+            &self.options.layout,
+            crate::epoch::CURRENT,
+            epoch,
+        )
     }
 
     /// Stops the log writer after it has written and synced everything queued.

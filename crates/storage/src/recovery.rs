@@ -27,24 +27,45 @@ pub struct Recovered {
     pub last_zxid: i64,
     /// A torn tail that was cut off: file, offset, bytes dropped.
     pub truncated_tail: Option<(PathBuf, u64, u64)>,
+    /// With [`Replay::Collect`]: the log records after the snapshot, in order, not applied.
+    pub log: Vec<Txn>,
+    /// The log generation of the loaded snapshot; only segments of it were replayed.
+    pub generation: u32,
 }
 
+/// What recovery does with the log records after the snapshot.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Replay {
+    /// Standalone: every logged transaction was committed, so apply them all.
+    ApplyAll,
+    /// In an ensemble the log may end with proposals that were never committed: hand them to
+    /// Zab, which delivers the committed ones (and truncates the others).
+    Collect,
+}
+
+/// Standalone recovery: snapshot plus every logged transaction applied.
 pub fn recover(fs: &dyn FileSystem, layout: &Layout) -> Result<Recovered> {
+    recover_with(fs, layout, Replay::ApplyAll)
+}
+
+pub fn recover_with(fs: &dyn FileSystem, layout: &Layout, replay: Replay) -> Result<Recovered> {
     for dir in [&layout.snap_dir, &layout.wal_dir] {
         fs.create_dir_all(dir)
             .map_err(StorageError::io("create data directory", dir))?;
     }
     remove_temp_files(fs, &layout.snap_dir)?;
-    let (mut tree, snapshot, skipped_snapshots) = newest_snapshot(fs, layout)?;
+    let (mut tree, snapshot, skipped_snapshots, generation) = newest_snapshot(fs, layout)?;
     let mut recovered = Recovered {
+        generation,
         last_zxid: tree.last_processed_zxid(),
         tree: DataTree::new(),
         snapshot,
         skipped_snapshots,
         replayed: 0,
         truncated_tail: None,
+        log: Vec::new(),
     };
-    replay_log(fs, layout, &mut tree, &mut recovered)?;
+    replay_log(fs, layout, &mut tree, &mut recovered, replay)?;
     recovered.tree = tree;
     Ok(recovered)
 }
@@ -60,7 +81,12 @@ fn remove_temp_files(fs: &dyn FileSystem, dir: &std::path::Path) -> Result<()> {
     Ok(())
 }
 
-type SnapshotChoice = (DataTree, Option<(PathBuf, i64)>, Vec<(PathBuf, String)>);
+type SnapshotChoice = (
+    DataTree,
+    Option<(PathBuf, i64)>,
+    Vec<(PathBuf, String)>,
+    u32,
+);
 
 /// The newest snapshot that reads back whole; damaged newer ones are reported and skipped
 /// (the log replay from the older one then proves no transaction is missing).
@@ -78,7 +104,8 @@ fn newest_snapshot(fs: &dyn FileSystem, layout: &Layout) -> Result<SnapshotChoic
         let path = layout.snap_path(zxid);
         match snapshot_file::read(fs, &path) {
             Ok(loaded) if loaded.header.zxid == zxid => {
-                return Ok((loaded.tree, Some((path, zxid)), skipped));
+                let generation = loaded.header.generation;
+                return Ok((loaded.tree, Some((path, zxid)), skipped, generation));
             }
             Ok(loaded) => {
                 let why = format!(
@@ -94,7 +121,7 @@ fn newest_snapshot(fs: &dyn FileSystem, layout: &Layout) -> Result<SnapshotChoic
             }
         }
     }
-    Ok((DataTree::new(), None, skipped))
+    Ok((DataTree::new(), None, skipped, 0))
 }
 
 fn replay_log(
@@ -102,6 +129,7 @@ fn replay_log(
     layout: &Layout,
     tree: &mut DataTree,
     recovered: &mut Recovered,
+    replay: Replay,
 ) -> Result<()> {
     let names = fs
         .list(&layout.wal_dir)
@@ -139,6 +167,24 @@ fn replay_log(
                 })
             }
         };
+        if scan.header.generation < recovered.generation {
+            // A history that a leader's snapshot replaced; its removal was cut short by a crash.
+            tracing::info!(path = %path.display(), "removing a log segment of a replaced history");
+            fs.remove(&path)
+                .map_err(StorageError::io("remove", &path))?;
+            continue;
+        }
+        if scan.header.generation > recovered.generation {
+            return Err(StorageError::Corrupt {
+                what: "log segment header",
+                path,
+                offset: 0,
+                detail: format!(
+                    "it continues log generation {}, but the newest readable snapshot is of generation {}: the snapshot that began it is damaged or missing",
+                    scan.header.generation, recovered.generation
+                ),
+            });
+        }
         if scan.header.first_zxid != first {
             return Err(StorageError::Corrupt {
                 what: "log segment header",
@@ -167,8 +213,13 @@ fn replay_log(
                         offset: rec.offset as u64,
                         detail: e.to_string(),
                     })?;
-                triggers.clear();
-                tree.apply(&txn, &mut triggers);
+                match replay {
+                    Replay::ApplyAll => {
+                        triggers.clear();
+                        tree.apply(&txn, &mut triggers);
+                    }
+                    Replay::Collect => recovered.log.push(txn),
+                }
                 applied = rec.zxid;
                 recovered.replayed += 1;
             }

@@ -1,6 +1,7 @@
 //! Snapshot files: a consistent copy of the tree and sessions at one zxid.
 //!
-//! Layout (big-endian): a 56-byte header — magic `MKSNAP\r\n`, format version, reserved, zxid,
+//! Layout (big-endian): a 56-byte header — magic `MKSNAP\r\n`, format version, log generation
+//! (which log segments may be replayed after it, see [`crate::wal`]), zxid,
 //! tree digest, node count, creation time (ms), CRC32C of the first 48 bytes, padding — then
 //! framed chunks (length, CRC32C, payload; [`crate::record`]) of up to 256 KiB, each holding
 //! whole records: a session, an ACL list (numbered on first use), a node, and last an end
@@ -33,6 +34,7 @@ const TAG_END: u8 = 0xff;
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct SnapshotHeader {
+    pub generation: u32,
     pub zxid: i64,
     pub digest: u64,
     pub node_count: u64,
@@ -44,6 +46,7 @@ impl SnapshotHeader {
         let mut h = [0u8; HEADER_LEN];
         h[..8].copy_from_slice(MAGIC);
         h[8..12].copy_from_slice(&VERSION.to_be_bytes());
+        h[12..16].copy_from_slice(&self.generation.to_be_bytes());
         h[16..24].copy_from_slice(&self.zxid.to_be_bytes());
         h[24..32].copy_from_slice(&self.digest.to_be_bytes());
         h[32..40].copy_from_slice(&self.node_count.to_be_bytes());
@@ -69,6 +72,7 @@ impl SnapshotHeader {
             u64::from_be_bytes(b)
         };
         Ok(SnapshotHeader {
+            generation: u32::from_be_bytes([h[12], h[13], h[14], h[15]]),
             zxid: u64_at(16) as i64,
             digest: u64_at(24),
             node_count: u64_at(32),
@@ -91,17 +95,81 @@ pub fn write(
     layout: &Layout,
     snapshot: &TreeSnapshot,
     created_ms: i64,
+    generation: u32,
 ) -> Result<Written> {
     let path = layout.snap_path(snapshot.zxid());
     let temp = temp_path(&path);
+    let mut file = FileSink::create(fs, &temp)?;
+    let (bytes, header) = encode(snapshot, created_ms, generation, &mut |b| file.write(b))?;
+    file.sync()?;
+    fs.rename(&temp, &path)
+        .map_err(StorageError::io("rename snapshot into place", &path))?;
+    fs.sync_dir(&layout.snap_dir).map_err(StorageError::io(
+        "sync snapshot directory",
+        &layout.snap_dir,
+    ))?;
+    Ok(Written {
+        path,
+        bytes,
+        header,
+    })
+}
+
+/// The snapshot file's bytes in memory (what a leader sends a learner that needs SNAP).
+pub fn encode_to_vec(snapshot: &TreeSnapshot, created_ms: i64) -> Vec<u8> {
+    let mut out = Vec::new();
+    // Writing to memory cannot fail.
+    let _ = encode(snapshot, created_ms, 0, &mut |b| {
+        out.extend_from_slice(b);
+        Ok(())
+    });
+    out
+}
+
+/// Stores snapshot bytes received from elsewhere durably under the name of their zxid, as log
+/// generation `generation`, after checking that they are a whole, valid snapshot. Returns the
+/// loaded tree.
+pub fn save_bytes(
+    fs: &dyn FileSystem,
+    layout: &Layout,
+    bytes: &[u8],
+    generation: u32,
+) -> Result<Loaded> {
+    let mut loaded = decode_bytes(bytes)?;
+    loaded.header.generation = generation;
+    let path = layout.snap_path(loaded.header.zxid);
+    let temp = temp_path(&path);
+    let mut file = FileSink::create(fs, &temp)?;
+    // Our own header (generation and checksum), then the sender's chunks as they are.
+    file.write(&loaded.header.encode())?;
+    file.write(&bytes[HEADER_LEN..])?;
+    file.sync()?;
+    fs.rename(&temp, &path)
+        .map_err(StorageError::io("rename snapshot into place", &path))?;
+    fs.sync_dir(&layout.snap_dir).map_err(StorageError::io(
+        "sync snapshot directory",
+        &layout.snap_dir,
+    ))?;
+    Ok(loaded)
+}
+
+/// Serialises `snapshot` through `emit` (header, then checksummed chunks). Returns the byte
+/// count and the header.
+fn encode(
+    snapshot: &TreeSnapshot,
+    created_ms: i64,
+    generation: u32,
+    emit: &mut dyn FnMut(&[u8]) -> Result<()>,
+) -> Result<(u64, SnapshotHeader)> {
     let header = SnapshotHeader {
+        generation,
         zxid: snapshot.zxid(),
         digest: snapshot.digest(),
         node_count: snapshot.node_count() as u64,
         created_ms,
     };
-    let mut out = ChunkWriter::new(fs, &temp)?;
-    out.file_write(&header.encode())?;
+    let mut out = ChunkWriter::new(emit);
+    out.emit_raw(&header.encode())?;
     for &(id, timeout) in snapshot.sessions() {
         let mut w = Writer::new();
         w.write_raw(&[TAG_SESSION]);
@@ -156,17 +224,43 @@ pub fn write(
     w.write_i64(snapshot.digest() as i64);
     out.record(w.as_slice())?;
     let bytes = out.finish()?;
-    fs.rename(&temp, &path)
-        .map_err(StorageError::io("rename snapshot into place", &path))?;
-    fs.sync_dir(&layout.snap_dir).map_err(StorageError::io(
-        "sync snapshot directory",
-        &layout.snap_dir,
-    ))?;
-    Ok(Written {
-        path,
-        bytes,
-        header,
-    })
+    Ok((bytes, header))
+}
+
+/// A snapshot file being written sequentially.
+struct FileSink {
+    file: Box<dyn crate::fs::WritableFile>,
+    path: PathBuf,
+    pos: u64,
+}
+
+impl FileSink {
+    fn create(fs: &dyn FileSystem, path: &Path) -> Result<FileSink> {
+        // A leftover from a crash mid-snapshot is garbage; start over.
+        let _ = fs.remove(path);
+        let file = fs
+            .open_write(path, true)
+            .map_err(StorageError::io("create snapshot", path))?;
+        Ok(FileSink {
+            file,
+            path: path.to_path_buf(),
+            pos: 0,
+        })
+    }
+
+    fn write(&mut self, bytes: &[u8]) -> Result<()> {
+        self.file
+            .write_at(self.pos, bytes)
+            .map_err(StorageError::io("write snapshot", &self.path))?;
+        self.pos += bytes.len() as u64;
+        Ok(())
+    }
+
+    fn sync(&mut self) -> Result<()> {
+        self.file
+            .sync_data()
+            .map_err(StorageError::io("fsync snapshot", &self.path))
+    }
 }
 
 pub fn temp_path(path: &Path) -> PathBuf {
@@ -175,36 +269,27 @@ pub fn temp_path(path: &Path) -> PathBuf {
     PathBuf::from(name)
 }
 
-/// Collects records into checksummed chunks and writes them sequentially.
-struct ChunkWriter {
-    file: Box<dyn crate::fs::WritableFile>,
-    path: PathBuf,
-    pos: u64,
+/// Collects records into checksummed chunks and hands them to the sink in order.
+struct ChunkWriter<'a> {
+    emit: &'a mut dyn FnMut(&[u8]) -> Result<()>,
+    bytes: u64,
     chunk: Vec<u8>,
     framed: Vec<u8>,
 }
 
-impl ChunkWriter {
-    fn new(fs: &dyn FileSystem, path: &Path) -> Result<ChunkWriter> {
-        // A leftover from a crash mid-snapshot is garbage; start over.
-        let _ = fs.remove(path);
-        let file = fs
-            .open_write(path, true)
-            .map_err(StorageError::io("create snapshot", path))?;
-        Ok(ChunkWriter {
-            file,
-            path: path.to_path_buf(),
-            pos: 0,
+impl<'a> ChunkWriter<'a> {
+    fn new(emit: &'a mut dyn FnMut(&[u8]) -> Result<()>) -> ChunkWriter<'a> {
+        ChunkWriter {
+            emit,
+            bytes: 0,
             chunk: Vec::with_capacity(CHUNK_BYTES),
             framed: Vec::with_capacity(CHUNK_BYTES + FRAME_HEADER_LEN),
-        })
+        }
     }
 
-    fn file_write(&mut self, bytes: &[u8]) -> Result<()> {
-        self.file
-            .write_at(self.pos, bytes)
-            .map_err(StorageError::io("write snapshot", &self.path))?;
-        self.pos += bytes.len() as u64;
+    fn emit_raw(&mut self, bytes: &[u8]) -> Result<()> {
+        (self.emit)(bytes)?;
+        self.bytes += bytes.len() as u64;
         Ok(())
     }
 
@@ -226,7 +311,7 @@ impl ChunkWriter {
         self.framed.clear();
         record::write_frame(&mut self.framed, &self.chunk);
         let framed = std::mem::take(&mut self.framed);
-        self.file_write(&framed)?;
+        self.emit_raw(&framed)?;
         self.framed = framed;
         self.chunk.clear();
         Ok(())
@@ -234,10 +319,7 @@ impl ChunkWriter {
 
     fn finish(mut self) -> Result<u64> {
         self.flush_chunk()?;
-        self.file
-            .sync_data()
-            .map_err(StorageError::io("fsync snapshot", &self.path))?;
-        Ok(self.pos)
+        Ok(self.bytes)
     }
 }
 
@@ -249,17 +331,27 @@ pub struct Loaded {
 
 /// Reads and verifies a snapshot: every chunk's checksum, the end record, the digest.
 pub fn read(fs: &dyn FileSystem, path: &Path) -> Result<Loaded> {
+    let input = std::io::BufReader::with_capacity(
+        1 << 20,
+        fs.open_read(path)
+            .map_err(StorageError::io("open snapshot", path))?,
+    );
+    read_from(input, path)
+}
+
+/// Verifies and loads snapshot bytes held in memory (received from a leader).
+pub fn decode_bytes(bytes: &[u8]) -> Result<Loaded> {
+    read_from(bytes, Path::new("<snapshot received from the leader>"))
+}
+
+/// `path` only names the source in errors.
+fn read_from(mut input: impl Read, path: &Path) -> Result<Loaded> {
     let corrupt = |offset: u64, detail: String| StorageError::Corrupt {
         what: "snapshot",
         path: path.to_path_buf(),
         offset,
         detail,
     };
-    let mut input = std::io::BufReader::with_capacity(
-        1 << 20,
-        fs.open_read(path)
-            .map_err(StorageError::io("open snapshot", path))?,
-    );
     let mut h = [0u8; HEADER_LEN];
     input
         .read_exact(&mut h)

@@ -1,9 +1,10 @@
 //! Write-ahead log segments: a header, then framed transactions in zxid order, then zeros up
 //! to the preallocated size.
 //!
-//! Header (40 bytes, big-endian): magic `MKWAL\r\n\x1a`, format version, reserved, the segment's
-//! first zxid, the zxid of the last record before it (`prev`), CRC32C of the first 32 bytes,
-//! padding. `prev` chains the segments, so a missing segment is detected even across the zxid
+//! Header (40 bytes, big-endian): magic `MKWAL\r\n\x1a`, format version, log generation, the
+//! segment's first zxid, the zxid of the last record before it (`prev`), CRC32C of the first 32
+//! bytes, padding. The generation changes when a leader's snapshot replaces the whole log, so
+//! segments of the replaced history are never replayed onto the new state (see recovery). `prev` chains the segments, so a missing segment is detected even across the zxid
 //! jumps of a new epoch.
 
 use crate::error::{Result, StorageError};
@@ -22,6 +23,7 @@ pub const HEADER_LEN: usize = 40;
 pub struct SegmentHeader {
     pub first_zxid: i64,
     pub prev_zxid: i64,
+    pub generation: u32,
 }
 
 impl SegmentHeader {
@@ -29,6 +31,7 @@ impl SegmentHeader {
         let mut h = [0u8; HEADER_LEN];
         h[..8].copy_from_slice(MAGIC);
         h[8..12].copy_from_slice(&VERSION.to_be_bytes());
+        h[12..16].copy_from_slice(&self.generation.to_be_bytes());
         h[16..24].copy_from_slice(&self.first_zxid.to_be_bytes());
         h[24..32].copy_from_slice(&self.prev_zxid.to_be_bytes());
         let sum = record::crc(&h[..32]);
@@ -59,6 +62,7 @@ impl SegmentHeader {
         Ok(SegmentHeader {
             first_zxid: i64_at(16),
             prev_zxid: i64_at(24),
+            generation: u32::from_be_bytes([h[12], h[13], h[14], h[15]]),
         })
     }
 }
@@ -275,6 +279,7 @@ mod tests {
         let mut buf = SegmentHeader {
             first_zxid: zxids[0],
             prev_zxid: zxids[0] - 1,
+            generation: 0,
         }
         .encode()
         .to_vec();
