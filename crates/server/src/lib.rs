@@ -8,6 +8,7 @@
 //! * [`session_tracker`], [`watch_manager`], [`java_random`]: sessions' expiry, watches,
 //!   ZooKeeper-compatible session passwords.
 //! * [`four_letter`], [`stats`]: operators' view.
+//! * [`peers`]: connections between ensemble members (FIFO frames, reconnects).
 //! * [`limits`]: every bound, in one place.
 
 pub mod config;
@@ -17,6 +18,7 @@ pub mod four_letter;
 pub mod java_random;
 pub mod limits;
 pub mod listener;
+pub mod peers;
 mod reads;
 mod replies;
 pub mod session_tracker;

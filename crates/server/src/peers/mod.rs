@@ -1,0 +1,21 @@
+//! The connections between ensemble members: one TCP connection per pair of servers, FIFO in
+//! each direction, carrying opaque frames (the Zab codec sits above). This is the I/O half of
+//! Zab's contract (`zab` crate docs): messages of one connection arrive in order, and a broken
+//! connection is reported before anything newer from that peer.
+//!
+//! * The lower server id dials, the higher accepts, so a pair never has two connections.
+//! * A dialer retries with backoff until the peer is back; the acceptor waits for it.
+//! * Each peer has a bounded outbound queue. A frame that does not fit breaks the connection
+//!   (Zab sees a disconnect), because dropping it silently would break FIFO.
+//!
+//! [`transport`] runs the connections, [`handshake`] is the first exchange on each,
+//! [`framing`] reads and writes length-prefixed frames.
+
+pub mod framing;
+pub mod handshake;
+pub mod transport;
+
+pub use transport::{PeerEvent, Transport, TransportConfig, PEER_QUEUE_FRAMES};
+
+/// A server's id: the N of `server.N` and of its `myid` file.
+pub type Sid = u64;

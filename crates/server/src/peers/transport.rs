@@ -1,0 +1,267 @@
+//! Running the peer connections. One task per peer owns that peer's connection life cycle,
+//! so everything it reports — up, frames, down — reaches the host in order.
+
+use super::framing::{read_frame, write_frame};
+use super::handshake;
+use super::Sid;
+use std::collections::{BTreeMap, HashMap};
+use std::net::SocketAddr;
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+use tokio::io::{AsyncWriteExt, BufWriter};
+use tokio::net::{TcpListener, TcpStream};
+use tokio::sync::{mpsc, Notify};
+
+/// Frames queued to one peer at most (then the connection is broken, see [`super`]).
+pub const PEER_QUEUE_FRAMES: usize = 16_384;
+const DIAL_BACKOFF_MIN: Duration = Duration::from_millis(20);
+const DIAL_BACKOFF_MAX: Duration = Duration::from_millis(500);
+
+#[derive(Debug, Clone)]
+pub struct TransportConfig {
+    pub me: Sid,
+    /// Where this server accepts peers (its quorum port).
+    pub listen: SocketAddr,
+    /// Every other member and its quorum address.
+    pub peers: BTreeMap<Sid, SocketAddr>,
+    /// Frames queued per peer at most ([`PEER_QUEUE_FRAMES`] unless a test needs fewer).
+    pub queue_frames: usize,
+}
+
+/// What the transport tells its host, in order per peer.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum PeerEvent {
+    Up(Sid),
+    Frame(Sid, Vec<u8>),
+    /// The connection broke or was closed; nothing more comes from it.
+    Down(Sid),
+}
+
+/// The live connection to one peer, if any.
+#[derive(Default)]
+struct Slot {
+    tx: Option<mpsc::Sender<Vec<u8>>>,
+    close: Arc<Notify>,
+}
+
+pub struct Transport {
+    slots: HashMap<Sid, Arc<Mutex<Slot>>>,
+    tasks: Vec<tokio::task::JoinHandle<()>>,
+    pub local_addr: SocketAddr,
+}
+
+impl Transport {
+    /// Binds the listen address and starts one task per peer. Events go to `events`, which
+    /// should be bounded: a slow host slows the peers down (TCP backpressure) instead of
+    /// growing memory.
+    pub async fn start(
+        config: TransportConfig,
+        events: mpsc::Sender<PeerEvent>,
+    ) -> std::io::Result<Transport> {
+        let listener = TcpListener::bind(config.listen).await?;
+        let local_addr = listener.local_addr()?;
+        let mut slots = HashMap::new();
+        let mut inbound_txs = HashMap::new();
+        let mut tasks = Vec::new();
+        for (&sid, &addr) in &config.peers {
+            let slot = Arc::new(Mutex::new(Slot::default()));
+            slots.insert(sid, slot.clone());
+            let (inbound_tx, inbound_rx) = mpsc::channel(1);
+            inbound_txs.insert(sid, inbound_tx);
+            let dial = (config.me < sid).then_some(addr);
+            let queue = config.queue_frames.max(1);
+            tasks.push(tokio::spawn(peer_task(
+                config.me,
+                sid,
+                dial,
+                queue,
+                inbound_rx,
+                slot,
+                events.clone(),
+            )));
+        }
+        tasks.push(tokio::spawn(accept_loop(listener, config.me, inbound_txs)));
+        Ok(Transport {
+            slots,
+            tasks,
+            local_addr,
+        })
+    }
+
+    /// Queues a frame for `to`. Without a connection the frame is dropped (the host has been
+    /// told the peer is down); if the queue is full the connection is broken.
+    pub fn send(&self, to: Sid, frame: Vec<u8>) {
+        let Some(slot) = self.slots.get(&to) else {
+            tracing::warn!(
+                peer = to,
+                "dropping a frame for a server that is not a member"
+            );
+            return;
+        };
+        let mut slot = lock(slot);
+        let Some(tx) = &slot.tx else {
+            return;
+        };
+        if let Err(mpsc::error::TrySendError::Full(_)) = tx.try_send(frame) {
+            tracing::warn!(
+                peer = to,
+                "peer is not keeping up (outbound queue full); breaking the connection"
+            );
+            slot.tx = None;
+            slot.close.notify_one();
+        }
+    }
+
+    /// Breaks the connection to `peer` (it will be re-established).
+    pub fn disconnect(&self, peer: Sid) {
+        if let Some(slot) = self.slots.get(&peer) {
+            let mut slot = lock(slot);
+            slot.tx = None;
+            slot.close.notify_one();
+        }
+    }
+
+    /// Stops every connection task (also done on drop).
+    pub fn stop(self) {}
+}
+
+impl Drop for Transport {
+    fn drop(&mut self) {
+        for t in &self.tasks {
+            t.abort();
+        }
+    }
+}
+
+fn lock(slot: &Mutex<Slot>) -> std::sync::MutexGuard<'_, Slot> {
+    slot.lock().unwrap_or_else(|p| p.into_inner())
+}
+
+async fn accept_loop(
+    listener: TcpListener,
+    me: Sid,
+    inbound: HashMap<Sid, mpsc::Sender<TcpStream>>,
+) {
+    let inbound = Arc::new(inbound);
+    loop {
+        let Ok((mut stream, addr)) = listener.accept().await else {
+            tokio::time::sleep(Duration::from_millis(10)).await;
+            continue;
+        };
+        let inbound = inbound.clone();
+        tokio::spawn(async move {
+            let _ = stream.set_nodelay(true);
+            match handshake::accept(&mut stream, me, |sid| inbound.contains_key(&sid)).await {
+                Ok(sid) => {
+                    if let Some(tx) = inbound.get(&sid) {
+                        let _ = tx.send(stream).await;
+                    }
+                }
+                Err(e) => tracing::warn!(%addr, error = %e, "refused a peer connection"),
+            }
+        });
+    }
+}
+
+/// Owns the connection to `sid` for the server's lifetime: establish, serve, report, repeat.
+async fn peer_task(
+    me: Sid,
+    sid: Sid,
+    dial: Option<SocketAddr>,
+    queue: usize,
+    mut inbound: mpsc::Receiver<TcpStream>,
+    slot: Arc<Mutex<Slot>>,
+    events: mpsc::Sender<PeerEvent>,
+) {
+    let mut next: Option<TcpStream> = None;
+    loop {
+        let stream = match next.take() {
+            Some(s) => s,
+            None => match dial {
+                Some(addr) => dial_until_up(me, sid, addr).await,
+                None => match inbound.recv().await {
+                    Some(s) => s,
+                    None => return,
+                },
+            },
+        };
+        let (tx, rx) = mpsc::channel(queue);
+        let close = {
+            let mut s = lock(&slot);
+            s.tx = Some(tx);
+            s.close = Arc::new(Notify::new());
+            s.close.clone()
+        };
+        if events.send(PeerEvent::Up(sid)).await.is_err() {
+            return;
+        }
+        tracing::info!(peer = sid, "peer connection up");
+        next = serve(sid, stream, rx, &close, &mut inbound, &events).await;
+        lock(&slot).tx = None;
+        tracing::info!(peer = sid, "peer connection down");
+        if events.send(PeerEvent::Down(sid)).await.is_err() {
+            return;
+        }
+    }
+}
+
+async fn dial_until_up(me: Sid, sid: Sid, addr: SocketAddr) -> TcpStream {
+    let mut backoff = DIAL_BACKOFF_MIN;
+    loop {
+        if let Ok(mut stream) = TcpStream::connect(addr).await {
+            let _ = stream.set_nodelay(true);
+            match handshake::dial(&mut stream, me, sid).await {
+                Ok(()) => return stream,
+                Err(e) => tracing::warn!(peer = sid, %addr, error = %e, "peer handshake failed"),
+            }
+        }
+        tokio::time::sleep(backoff).await;
+        backoff = (backoff * 2).min(DIAL_BACKOFF_MAX);
+    }
+}
+
+/// Runs one connection until it breaks, is closed, or a newer one from the same peer arrives
+/// (returned, to be served next).
+async fn serve(
+    sid: Sid,
+    stream: TcpStream,
+    mut rx: mpsc::Receiver<Vec<u8>>,
+    close: &Notify,
+    inbound: &mut mpsc::Receiver<TcpStream>,
+    events: &mpsc::Sender<PeerEvent>,
+) -> Option<TcpStream> {
+    let (mut read_half, write_half) = stream.into_split();
+    let writer = async move {
+        let mut w = BufWriter::with_capacity(64 << 10, write_half);
+        while let Some(frame) = rx.recv().await {
+            if write_frame(&mut w, &frame).await.is_err() {
+                return;
+            }
+            // Batch what is already queued into one write.
+            if rx.is_empty() && w.flush().await.is_err() {
+                return;
+            }
+        }
+    };
+    let reader = async {
+        loop {
+            match read_frame(&mut read_half).await {
+                Ok(frame) => {
+                    if events.send(PeerEvent::Frame(sid, frame)).await.is_err() {
+                        return;
+                    }
+                }
+                Err(e) => {
+                    tracing::debug!(peer = sid, error = %e, "peer connection ended");
+                    return;
+                }
+            }
+        }
+    };
+    tokio::select! {
+        _ = writer => None,
+        _ = reader => None,
+        _ = close.notified() => None,
+        newer = inbound.recv() => newer,
+    }
+}

@@ -1,0 +1,173 @@
+//! The connections between ensemble members, on real loopback sockets: every pair connects
+//! once, frames arrive in order, a restarted member is reconnected, strangers are refused, and
+//! a peer that stops reading has its connection broken instead of growing a queue.
+
+use server::peers::{PeerEvent, Transport, TransportConfig, PEER_QUEUE_FRAMES};
+use std::collections::BTreeMap;
+use std::net::{SocketAddr, TcpListener};
+use std::time::Duration;
+use tokio::io::AsyncWriteExt;
+use tokio::sync::mpsc;
+
+const WAIT: Duration = Duration::from_secs(10);
+
+fn free_addr() -> SocketAddr {
+    TcpListener::bind("127.0.0.1:0")
+        .expect("bind")
+        .local_addr()
+        .expect("addr")
+}
+
+fn config(me: u64, addrs: &BTreeMap<u64, SocketAddr>, queue_frames: usize) -> TransportConfig {
+    TransportConfig {
+        me,
+        listen: addrs[&me],
+        peers: addrs
+            .iter()
+            .filter(|(s, _)| **s != me)
+            .map(|(s, a)| (*s, *a))
+            .collect(),
+        queue_frames,
+    }
+}
+
+async fn next(rx: &mut mpsc::Receiver<PeerEvent>) -> PeerEvent {
+    tokio::time::timeout(WAIT, rx.recv())
+        .await
+        .expect("an event in time")
+        .expect("transport alive")
+}
+
+/// Waits for `Up` of every sid in `peers`, in any order.
+async fn all_up(rx: &mut mpsc::Receiver<PeerEvent>, peers: &[u64]) {
+    let mut up: Vec<u64> = Vec::new();
+    while up.len() < peers.len() {
+        match next(rx).await {
+            PeerEvent::Up(s) => up.push(s),
+            other => panic!("expected Up, got {other:?}"),
+        }
+    }
+    up.sort_unstable();
+    assert_eq!(up, peers);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn members_connect_exchange_in_order_and_reconnect_after_a_restart() {
+    let addrs: BTreeMap<u64, SocketAddr> = (1..=3).map(|s| (s, free_addr())).collect();
+    let mut rxs = BTreeMap::new();
+    let mut ts = BTreeMap::new();
+    for s in 1..=3 {
+        let (tx, rx) = mpsc::channel(1024);
+        ts.insert(
+            s,
+            Transport::start(config(s, &addrs, PEER_QUEUE_FRAMES), tx)
+                .await
+                .expect("start"),
+        );
+        rxs.insert(s, rx);
+    }
+    for s in 1..=3u64 {
+        let others: Vec<u64> = (1..=3).filter(|o| *o != s).collect();
+        all_up(rxs.get_mut(&s).expect("rx"), &others).await;
+    }
+    // 1000 frames each way between 1 and 3 arrive complete and in order.
+    for i in 0..1000u32 {
+        ts[&1].send(3, i.to_be_bytes().to_vec());
+        ts[&3].send(1, (i + 5000).to_be_bytes().to_vec());
+    }
+    for (at, from, base) in [(3u64, 1u64, 0u32), (1, 3, 5000)] {
+        for i in 0..1000u32 {
+            assert_eq!(
+                next(rxs.get_mut(&at).expect("rx")).await,
+                PeerEvent::Frame(from, (i + base).to_be_bytes().to_vec())
+            );
+        }
+    }
+    // Server 2 dies: both others hear it; it comes back on the same port and is reconnected.
+    ts.remove(&2).expect("2").stop();
+    for s in [1u64, 3] {
+        assert_eq!(next(rxs.get_mut(&s).expect("rx")).await, PeerEvent::Down(2));
+    }
+    let (tx, rx2) = mpsc::channel(1024);
+    rxs.insert(2, rx2);
+    ts.insert(
+        2,
+        Transport::start(config(2, &addrs, PEER_QUEUE_FRAMES), tx)
+            .await
+            .expect("restart"),
+    );
+    all_up(rxs.get_mut(&2).expect("rx"), &[1, 3]).await;
+    for s in [1u64, 3] {
+        assert_eq!(next(rxs.get_mut(&s).expect("rx")).await, PeerEvent::Up(2));
+    }
+    ts[&2].send(1, b"back".to_vec());
+    assert_eq!(
+        next(rxs.get_mut(&1).expect("rx")).await,
+        PeerEvent::Frame(2, b"back".to_vec())
+    );
+    // Closing on purpose is reported like a break, and the pair reconnects.
+    ts[&1].disconnect(3);
+    assert_eq!(next(rxs.get_mut(&1).expect("rx")).await, PeerEvent::Down(3));
+    assert_eq!(next(rxs.get_mut(&3).expect("rx")).await, PeerEvent::Down(1));
+    assert_eq!(next(rxs.get_mut(&1).expect("rx")).await, PeerEvent::Up(3));
+    assert_eq!(next(rxs.get_mut(&3).expect("rx")).await, PeerEvent::Up(1));
+}
+
+#[tokio::test]
+async fn strangers_are_refused_without_an_event() {
+    let addrs: BTreeMap<u64, SocketAddr> = (1..=2).map(|s| (s, free_addr())).collect();
+    let (tx, mut rx) = mpsc::channel(16);
+    let _t2 = Transport::start(config(2, &addrs, PEER_QUEUE_FRAMES), tx)
+        .await
+        .expect("start");
+    // Not the protocol at all.
+    let mut junk = tokio::net::TcpStream::connect(addrs[&2])
+        .await
+        .expect("connect");
+    junk.write_all(b"\x00\x00\x00\x10GET / HTTP/1.1\r\n\r\n")
+        .await
+        .expect("write");
+    // The right protocol, an id that is not a member.
+    let mut stranger = tokio::net::TcpStream::connect(addrs[&2])
+        .await
+        .expect("connect");
+    let mut hello = 16u32.to_be_bytes().to_vec();
+    hello.extend_from_slice(b"MKPEER\x00\x01");
+    hello.extend_from_slice(&9u64.to_be_bytes());
+    stranger.write_all(&hello).await.expect("write");
+    assert!(
+        tokio::time::timeout(Duration::from_millis(500), rx.recv())
+            .await
+            .is_err(),
+        "no event for strangers"
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_peer_that_stops_reading_is_disconnected_not_buffered_without_bound() {
+    let addrs: BTreeMap<u64, SocketAddr> = (1..=2).map(|s| (s, free_addr())).collect();
+    let (tx1, mut rx1) = mpsc::channel(16);
+    // Server 2's host never reads its events: its reader stalls, TCP fills up.
+    let (tx2, _rx2_never_read) = mpsc::channel(1);
+    let t1 = Transport::start(config(1, &addrs, 8), tx1)
+        .await
+        .expect("start");
+    let _t2 = Transport::start(config(2, &addrs, 8), tx2)
+        .await
+        .expect("start");
+    all_up(&mut rx1, &[2]).await;
+    let frame = vec![7u8; 1 << 20];
+    let mut sent = 0;
+    let down = loop {
+        t1.send(2, frame.clone());
+        sent += 1;
+        if let Ok(Some(event)) = tokio::time::timeout(Duration::from_millis(5), rx1.recv()).await {
+            break event;
+        }
+        assert!(
+            sent < 2000,
+            "sent {sent} MiB without the connection breaking"
+        );
+    };
+    assert_eq!(down, PeerEvent::Down(2));
+}
