@@ -178,33 +178,16 @@ impl DataTree {
         }
     }
 
-    /// Adds a node exactly as a snapshot recorded it; its parent must be loaded already.
-    /// `last_parent` caches the previous parent's path and id: a snapshot lists siblings
-    /// together, so most nodes skip the walk from the root.
-    pub(crate) fn load_node(
+    /// Adds a node exactly as a snapshot recorded it, without linking it to its parent:
+    /// [`crate::snapshot::TreeLoader`] builds each child map in one go once all children are
+    /// known (linking one by one costs a map search per node).
+    pub(crate) fn load_unlinked(
         &mut self,
         node_path: &str,
         data: Option<&[u8]>,
         acl: AclList,
         stat: StatPersisted,
-        last_parent: &mut Option<(String, NodeId)>,
-    ) -> Result<(), crate::snapshot::LoadError> {
-        use crate::snapshot::LoadError;
-        let name = path::name_of(node_path);
-        let parent_path = path::parent_of(node_path);
-        let parent_id = match last_parent {
-            Some((p, id)) if p == parent_path => *id,
-            _ => {
-                let id = self
-                    .find(parent_path)
-                    .ok_or_else(|| LoadError::Orphan(node_path.to_string()))?;
-                *last_parent = Some((parent_path.to_string(), id));
-                id
-            }
-        };
-        if self.node_ref(parent_id).children.contains_key(name) {
-            return Err(LoadError::Duplicate(node_path.to_string()));
-        }
+    ) -> NodeId {
         let data: Option<Arc<[u8]>> = data.map(Arc::from);
         self.digest.add(node_path, data.as_deref(), &stat);
         self.data_size += (node_path.len() + data.as_ref().map_or(0, |d| d.len())) as u64;
@@ -215,9 +198,13 @@ impl DataTree {
             stat,
             children: Children::default(),
         });
-        self.node_mut(parent_id).children.insert(name, id);
         self.index_kind(node_path, owner);
-        Ok(())
+        id
+    }
+
+    /// Gives a loaded node its complete child map.
+    pub(crate) fn set_children(&mut self, id: NodeId, children: Children) {
+        self.node_mut(id).children = children;
     }
 
     /// The shared copy of an ACL list (for loaders that meet the same list many times).

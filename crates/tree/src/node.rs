@@ -41,6 +41,14 @@ impl Deref for Children {
 }
 
 impl Children {
+    /// A map built in one pass from names already in strictly increasing order.
+    pub fn from_sorted(children: Vec<(Arc<str>, NodeId)>) -> Children {
+        if children.is_empty() {
+            return Children::default();
+        }
+        Children(Arc::new(children.into_iter().collect()))
+    }
+
     pub fn insert(&mut self, name: &str, id: NodeId) {
         Arc::make_mut(&mut self.0).insert(name.into(), id);
     }

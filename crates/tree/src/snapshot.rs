@@ -8,9 +8,10 @@
 use crate::acl::AclList;
 use crate::arena::Arena;
 use crate::data_tree::{DataTree, ROOT};
-use crate::node::Node;
+use crate::node::{Children, Node, NodeId};
 use crate::path;
 use proto::{Acl, StatPersisted};
+use std::sync::Arc;
 
 /// A read-only copy of the whole replicated state at [`TreeSnapshot::zxid`].
 #[derive(Debug, Clone)]
@@ -69,6 +70,8 @@ pub enum LoadError {
     Orphan(String),
     #[error("node {0} appears twice")]
     Duplicate(String),
+    #[error("node {0} is listed out of order (children must come in name order)")]
+    OutOfOrder(String),
     #[error("the first node is {0}, not the root")]
     NoRoot(String),
     #[error("the snapshot holds no nodes")]
@@ -77,12 +80,21 @@ pub enum LoadError {
     DigestMismatch { expected: u64, found: u64 },
 }
 
-/// Rebuilds a [`DataTree`] from nodes given parents first (the order [`TreeSnapshot::for_each`]
-/// produces), then checks the result against the recorded digest.
+/// Rebuilds a [`DataTree`] from nodes in the order [`TreeSnapshot::for_each`] produces (depth
+/// first, parents before children, siblings in name order), then checks the result against the
+/// recorded digest. Any other order is refused rather than guessed at.
 pub struct TreeLoader {
     tree: DataTree,
     saw_root: bool,
-    last_parent: Option<(String, crate::node::NodeId)>,
+    /// The path from the root to the last node added: each with its id and the children seen
+    /// so far. A pre-order listing only ever adds children to a node on this path.
+    open: Vec<OpenNode>,
+}
+
+struct OpenNode {
+    path: String,
+    id: NodeId,
+    children: Vec<(Arc<str>, NodeId)>,
 }
 
 impl Default for TreeLoader {
@@ -96,7 +108,7 @@ impl TreeLoader {
         TreeLoader {
             tree: DataTree::empty(),
             saw_root: false,
-            last_parent: None,
+            open: Vec::new(),
         }
     }
 
@@ -134,16 +146,58 @@ impl TreeLoader {
             }
             self.saw_root = true;
             self.tree.load_root(data, &acl, stat);
+            self.open.push(OpenNode {
+                path: "/".into(),
+                id: crate::data_tree::ROOT,
+                children: Vec::new(),
+            });
             return Ok(());
         }
-        self.tree
-            .load_node(node_path, data, acl, stat, &mut self.last_parent)
+        let parent_path = path::parent_of(node_path);
+        // Close the nodes whose subtrees are complete.
+        while self.open.last().is_some_and(|n| n.path != parent_path) {
+            self.close_last();
+        }
+        let name = path::name_of(node_path);
+        let Some(parent) = self.open.last() else {
+            return Err(LoadError::Orphan(node_path.to_string()));
+        };
+        match parent.children.last() {
+            Some((last, _)) if &**last == name => {
+                return Err(LoadError::Duplicate(node_path.to_string()))
+            }
+            Some((last, _)) if &**last > name => {
+                return Err(LoadError::OutOfOrder(node_path.to_string()))
+            }
+            _ => {}
+        }
+        let id = self.tree.load_unlinked(node_path, data, acl, stat);
+        if let Some(parent) = self.open.last_mut() {
+            parent.children.push((name.into(), id));
+        }
+        self.open.push(OpenNode {
+            path: node_path.to_string(),
+            id,
+            children: Vec::new(),
+        });
+        Ok(())
+    }
+
+    /// Gives the innermost open node its child map.
+    fn close_last(&mut self) {
+        if let Some(done) = self.open.pop() {
+            self.tree
+                .set_children(done.id, Children::from_sorted(done.children));
+        }
     }
 
     /// The tree, if it has a root and hashes to `expected_digest`.
     pub fn finish(mut self, zxid: i64, expected_digest: u64) -> Result<DataTree, LoadError> {
         if !self.saw_root {
             return Err(LoadError::Empty);
+        }
+        while !self.open.is_empty() {
+            self.close_last();
         }
         self.tree.set_last_processed_zxid(zxid);
         let found = self.tree.digest();

@@ -119,6 +119,18 @@ fn the_loader_rejects_what_is_not_a_tree() {
         Err(LoadError::Duplicate("/a".into()))
     );
 
+    let mut unordered = TreeLoader::new();
+    unordered
+        .add_node("/", None, &open, stat.clone())
+        .expect("root");
+    unordered
+        .add_node("/b", None, &open, stat.clone())
+        .expect("b");
+    assert_eq!(
+        unordered.add_node("/a", None, &open, stat.clone()),
+        Err(LoadError::OutOfOrder("/a".into()))
+    );
+
     let tree = DataTree::new();
     let frozen = tree.freeze();
     let mut wrong_digest = TreeLoader::new();
