@@ -8,6 +8,8 @@ use clap::{Parser, Subcommand};
 use server::config::ServerConfig;
 use std::path::PathBuf;
 
+mod cli;
+
 #[derive(Parser)]
 #[command(
     name = "meerkat",
@@ -32,6 +34,15 @@ enum Command {
     Data(data::DataCommand),
     /// Run a benchmark against meerkat, Apache ZooKeeper 3.9.3 and a null server, side by side.
     Bench(bench::BenchArgs),
+    /// A zkCli-style shell: `meerkat cli [-server HOSTS] [COMMAND ARGS...]`. With a command, runs
+    /// it and exits with zkCli's codes (0 done, 1 failed, 127 unknown command, 2 bad
+    /// invocation); without, an interactive shell with history and completion.
+    #[command(disable_help_flag = true)]
+    Cli {
+        /// `-server host:port[,host:port...][/chroot]` (default 127.0.0.1:2181), then the command.
+        #[arg(trailing_var_arg = true, allow_hyphen_values = true)]
+        args: Vec<String>,
+    },
 }
 
 fn main() -> anyhow::Result<()> {
@@ -48,6 +59,7 @@ fn main() -> anyhow::Result<()> {
         Command::Server { config } => run_server(config),
         Command::Data(command) => data::run(command),
         Command::Bench(args) => run_bench(args),
+        Command::Cli { args } => std::process::exit(cli::main(args)),
     }
 }
 
