@@ -80,6 +80,12 @@ pub enum StartError {
     Storage(#[from] storage::StorageError),
     #[error("{0}")]
     Lock(#[from] storage::lock::LockError),
+    #[error(
+        "the configuration lists {0} ensemble members (server.N lines), but this build of meerkat \
+         runs standalone only; starting it would give {0} independent servers that each accept \
+         writes. Remove the server.N lines to run one standalone server"
+    )]
+    EnsembleNotSupported(usize),
 }
 
 /// What persistence reports to the core from its writer thread.
@@ -92,6 +98,11 @@ struct LogProgress {
 /// Recovers the data dir, binds the client port and starts serving. Must be called inside a
 /// tokio runtime.
 pub async fn start(config: ServerConfig) -> Result<RunningServer, StartError> {
+    // Several members started as standalone servers would each take writes: refuse.
+    let members = config.servers.len();
+    if members >= 2 {
+        return Err(StartError::EnsembleNotSupported(members));
+    }
     let config = Arc::new(config);
     let layout = storage::Layout::new(&config.data_dir, &config.data_log_dir);
     let locks = storage::lock::DataDirLock::acquire_all(&[&layout.snap_dir, &layout.wal_dir])?;

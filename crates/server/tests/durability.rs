@@ -162,3 +162,18 @@ async fn a_data_dir_serves_one_server_at_a_time() {
     let second = start(config).await;
     second.shutdown().await;
 }
+
+#[tokio::test]
+async fn an_ensemble_config_is_refused_rather_than_run_as_independent_servers() {
+    let dir = fresh_data_dir();
+    let text = format!(
+        "tickTime=2000\ninitLimit=10\nsyncLimit=5\ndataDir={}\nclientPort=2181\nserver.1=127.0.0.1:2888:3888\nserver.2=127.0.0.1:2889:3889\nserver.3=127.0.0.1:2890:3890\n",
+        dir.display()
+    );
+    let config = server::config::ServerConfig::parse(&text, "zoo.cfg").expect("valid zoo.cfg");
+    match server::start(config).await {
+        Err(server::StartError::EnsembleNotSupported(3)) => {}
+        Err(other) => panic!("expected the ensemble refusal, got {other}"),
+        Ok(_) => panic!("an ensemble member started as a standalone server"),
+    }
+}
