@@ -34,6 +34,11 @@ pub struct Session {
     pub stream: TcpStream,
     buf: Vec<u8>,
     pub session_id: i64,
+    /// Watch events passed over while waiting for replies (recipes that wait for an event
+    /// must know one already came).
+    pub skipped_events: u64,
+    /// The last frames' headers (xid, zxid, err), for diagnosing a recipe that waits forever.
+    pub recent: std::collections::VecDeque<(i32, i64, i32)>,
 }
 
 impl Session {
@@ -59,6 +64,8 @@ impl Session {
             stream,
             buf: Vec::with_capacity(64 << 10),
             session_id: 0,
+            skipped_events: 0,
+            recent: std::collections::VecDeque::new(),
         };
         let payload = session.read_frame().await?;
         let response = ConnectResponse::decode(&mut Reader::new(&payload))?;
@@ -98,10 +105,20 @@ impl Session {
             let payload = self.read_frame().await?;
             let mut r = Reader::new(&payload);
             let header = ReplyHeader::decode(&mut r)?;
+            self.remember(&header);
             if header.xid != -1 {
                 return Ok((header, r.rest().to_vec()));
             }
+            self.skipped_events += 1;
         }
+    }
+
+    /// Keeps the last few frame headers.
+    pub fn remember(&mut self, h: &ReplyHeader) {
+        if self.recent.len() == 16 {
+            self.recent.pop_front();
+        }
+        self.recent.push_back((h.xid, h.zxid, h.err));
     }
 
     /// Ends the session (closeSession), so the server need not wait for it to expire.
