@@ -125,9 +125,13 @@ pub fn inspect(fs: &dyn FileSystem, layout: &Layout) -> Result<Report> {
             continue;
         };
         let path = layout.wal_dir.join(name);
-        let buf = fs
-            .read_all(&path)
-            .map_err(StorageError::io("read log", &path))?;
+        let bytes = fs.len(&path).map_err(StorageError::io("read log", &path))?;
+        let mut buf = wal::read_records(fs, &path).map_err(StorageError::io("read log", &path))?;
+        if !matches!(wal::scan(&buf), Ok(s) if matches!(s.end, ScanEnd::Clean { .. })) {
+            buf = fs
+                .read_all(&path)
+                .map_err(StorageError::io("read log", &path))?;
+        }
         let is_last = i + 1 == names.len();
         let info = match wal::scan(&buf) {
             Ok(scan) => SegmentInfo {
@@ -135,7 +139,7 @@ pub fn inspect(fs: &dyn FileSystem, layout: &Layout) -> Result<Report> {
                 first_zxid,
                 last_zxid: scan.records.last().map(|r| r.zxid),
                 records: scan.records.len(),
-                bytes: buf.len() as u64,
+                bytes,
                 health: match scan.end {
                     ScanEnd::Clean { .. } => Health::Ok,
                     ScanEnd::Invalid {
@@ -155,7 +159,7 @@ pub fn inspect(fs: &dyn FileSystem, layout: &Layout) -> Result<Report> {
                 first_zxid,
                 last_zxid: None,
                 records: 0,
-                bytes: buf.len() as u64,
+                bytes,
                 health: Health::Damaged(reason.to_string()),
             },
         };

@@ -145,10 +145,17 @@ fn replay_log(
     for (i, &first) in firsts.iter().enumerate() {
         let is_last = i + 1 == firsts.len();
         let path = layout.wal_path(first);
-        let buf = fs
-            .read_all(&path)
-            .map_err(StorageError::io("read log", &path))?;
-        let scan = match wal::scan(&buf) {
+        let mut buf = wal::read_records(fs, &path).map_err(StorageError::io("read log", &path))?;
+        let mut scanned = wal::scan(&buf);
+        if !matches!(&scanned, Ok(s) if matches!(s.end, ScanEnd::Clean { .. })) {
+            // Telling a torn tail from damage (or a bad header from an empty one) needs the
+            // rest of the file.
+            buf = fs
+                .read_all(&path)
+                .map_err(StorageError::io("read log", &path))?;
+            scanned = wal::scan(&buf);
+        }
+        let scan = match scanned {
             Ok(scan) => scan,
             // A crash while creating the newest segment leaves it without a valid header and
             // without records: nothing in it was ever acknowledged.
