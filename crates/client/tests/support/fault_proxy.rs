@@ -24,6 +24,8 @@ struct Shared {
     /// The first bytes each connection's client sent (its ConnectRequest).
     first_bytes: Mutex<Vec<Vec<u8>>>,
     accepted: std::sync::atomic::AtomicUsize,
+    /// Bytes from clients dropped while silenced (how a test knows its requests were sent).
+    silenced_request_bytes: std::sync::atomic::AtomicUsize,
 }
 
 impl FaultProxy {
@@ -38,6 +40,7 @@ impl FaultProxy {
             refusing: AtomicBool::new(false),
             first_bytes: Mutex::new(Vec::new()),
             accepted: Default::default(),
+            silenced_request_bytes: Default::default(),
         });
         let accept_shared = shared.clone();
         tokio::spawn(async move {
@@ -114,6 +117,11 @@ impl FaultProxy {
             .collect()
     }
 
+    /// Bytes clients sent that were dropped while the proxy was silenced.
+    pub fn silenced_request_bytes(&self) -> usize {
+        self.shared.silenced_request_bytes.load(Ordering::SeqCst)
+    }
+
     /// Connections accepted so far.
     pub fn accepted(&self) -> usize {
         self.shared.accepted.load(Ordering::SeqCst)
@@ -141,6 +149,9 @@ async fn pump(
         if shared.silent.load(Ordering::SeqCst)
             || (is_reply && shared.replies_silent.load(Ordering::SeqCst))
         {
+            if !is_reply && shared.silent.load(Ordering::SeqCst) {
+                shared.silenced_request_bytes.fetch_add(n, Ordering::SeqCst);
+            }
             continue;
         }
         if to.write_all(&buf[..n]).await.is_err() {

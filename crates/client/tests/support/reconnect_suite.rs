@@ -119,7 +119,15 @@ pub async fn cut_with_requests_in_flight(server: std::net::SocketAddr) {
         async move { zk.set_data(&p, b"undelivered", -1).await }
     });
     let undelivered = tokio::spawn(ops_suite::futures_join_all(undelivered.collect::<Vec<_>>()));
-    tokio::task::yield_now().await;
+    // All 30 must be written into the silence before it ends (a setData frame of this path is
+    // at least 35 bytes); one yield was not enough on a loaded machine.
+    let sent_at_least = 30 * (35 + p.len());
+    within("the 30 requests to be sent into the silence", async {
+        while proxy.silenced_request_bytes() < sent_at_least {
+            tokio::time::sleep(Duration::from_millis(5)).await;
+        }
+    })
+    .await;
     // 3. A change while the client cannot hear: replayed by setWatches after reconnecting.
     other.set_data(&p, b"while away", -1).await.unwrap();
     proxy.silence(false);
