@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
-# Runs every test of the project: the Rust workspace (unit, property, vector and real-socket
-# tests), then the compatibility suites with go-zookeeper and with Apache ZooKeeper's own Java
-# client against a real meerkat server (the Java suite also runs against a real ZooKeeper 3.9.3
+# Runs every test of the project: the Rust workspace (unit, property, vector, crash and
+# real-socket tests), the Zab simulator (random seeds and planted bugs), then the
+# compatibility suites with go-zookeeper and with Apache ZooKeeper's own Java client against a
+# real meerkat server (the Java suite also runs against a real ZooKeeper 3.9.3
 # and compares the two).
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -12,6 +13,12 @@ cargo clippy --workspace --all-targets -- -D warnings
 
 echo "== cargo test"
 cargo test --workspace --all-targets
+
+echo "== Zab in the deterministic simulator: 2,000 seeds, then every planted bug must be caught"
+cargo clippy -p zab -p sim --all-targets --features sim/planted-bugs -- -D warnings
+cargo test -p sim --features planted-bugs
+./scripts/sim.sh --seeds 2000
+./scripts/sim.sh --all-bugs
 
 echo "== go-zookeeper against meerkat"
 ./scripts/compat-go.sh

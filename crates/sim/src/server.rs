@@ -1,0 +1,214 @@
+//! One simulated server: the real Zab core and the real data tree, plus the part of the
+//! server's request path that runs without sockets (prep, per-session FIFO queues, forwarding
+//! writes to the leader, replies after local apply).
+
+use crate::disk::SimDisk;
+use crate::ops::{ClientId, ClientOp, NodeValue, OpResult, KEYS};
+use proto::request::Request;
+use proto::txn::{ErrorTxn, Txn, TxnBody, TxnHeader};
+use proto::{
+    Acl, CreateRequest, Id, OpCode, PathAndVersion, Reader, Record, SetDataRequest, Writer,
+};
+use std::collections::{BTreeMap, VecDeque};
+use std::sync::Arc;
+use tree::{DataTree, Prep, PrepContext, TxnOutcome};
+use zab::{Image, Millis, Sid, Zab, Zxid};
+
+/// A client request waiting in its session's queue on this server.
+#[derive(Debug, Clone)]
+pub struct Pending {
+    pub cxid: i32,
+    pub op: ClientOp,
+    pub record: usize,
+    pub result: Option<OpResult>,
+}
+
+#[derive(Debug, Default)]
+pub struct SessionQueue {
+    /// The client connection these requests came on.
+    pub conn: u64,
+    pub queue: VecDeque<Pending>,
+}
+
+/// Requests queued per session on one server; beyond this the server refuses.
+pub const SESSION_QUEUE_MAX: usize = 16;
+
+pub struct SimServer {
+    pub sid: Sid,
+    pub zab: Option<Zab>,
+    pub disk: SimDisk,
+    pub tree: DataTree,
+    /// Every transaction applied, from the empty tree: the simulator's snapshot image.
+    pub applied: Vec<Txn>,
+    pub prep: Prep,
+    /// The leader's tree after every proposal, for the per-proposal digest.
+    pub speculative: Option<DataTree>,
+    pub sessions: BTreeMap<ClientId, SessionQueue>,
+    pub serving: bool,
+    pub incarnation: u64,
+    /// Local clock = (global * (1e6 + drift_ppm) / 1e6) + offset.
+    pub clock_offset_ms: u64,
+    pub clock_drift_ppm: i64,
+    pub paused_until: Millis,
+}
+
+impl SimServer {
+    pub fn new(sid: Sid, clock_offset_ms: u64, clock_drift_ppm: i64) -> SimServer {
+        SimServer {
+            sid,
+            zab: None,
+            disk: SimDisk::new(),
+            tree: DataTree::new(),
+            applied: Vec::new(),
+            prep: Prep::default(),
+            speculative: None,
+            sessions: BTreeMap::new(),
+            serving: false,
+            incarnation: 0,
+            clock_offset_ms,
+            clock_drift_ppm,
+            paused_until: 0,
+        }
+    }
+
+    pub fn local_time(&self, global: Millis) -> Millis {
+        let scaled =
+            (i128::from(global) * (1_000_000 + i128::from(self.clock_drift_ppm))) / 1_000_000;
+        scaled.max(0) as u64 + self.clock_offset_ms
+    }
+
+    pub fn is_up(&self) -> bool {
+        self.zab.is_some()
+    }
+}
+
+// ----- snapshot images -----
+
+pub fn encode_image(txns: &[Txn]) -> Image {
+    let mut w = Writer::new();
+    w.write_i32(txns.len() as i32);
+    for t in txns {
+        t.encode(&mut w);
+    }
+    Arc::new(w.into_inner())
+}
+
+pub fn decode_image(image: &[u8]) -> Result<Vec<Txn>, proto::DecodeError> {
+    if image.is_empty() {
+        return Ok(Vec::new());
+    }
+    let mut r = Reader::new(image);
+    let n = r.read_i32()?;
+    let mut out = Vec::new();
+    for _ in 0..n.max(0) {
+        out.push(Txn::decode(&mut r)?);
+    }
+    Ok(out)
+}
+
+/// A tree rebuilt by applying `txns` in order.
+pub fn replay(txns: &[Txn]) -> DataTree {
+    let mut tree = DataTree::new();
+    let mut triggers = Vec::new();
+    for t in txns {
+        tree.apply(t, &mut triggers);
+        triggers.clear();
+    }
+    tree
+}
+
+// ----- requests -----
+
+fn open_acl() -> Vec<Acl> {
+    vec![Acl {
+        perms: proto::watch::perms::ALL,
+        id: Id {
+            scheme: "world".into(),
+            id: "anyone".into(),
+        },
+    }]
+}
+
+/// The ZooKeeper request for a client write.
+pub fn to_request(op: &ClientOp) -> Option<Request> {
+    Some(match op {
+        ClientOp::Create { key, value } => Request::Create {
+            op: OpCode::Create,
+            req: CreateRequest {
+                path: KEYS[*key].into(),
+                data: Some(value.clone()),
+                acl: open_acl(),
+                flags: 0,
+            },
+        },
+        ClientOp::Set {
+            key,
+            value,
+            version,
+        } => Request::SetData(SetDataRequest {
+            path: KEYS[*key].into(),
+            data: Some(value.clone()),
+            version: *version,
+        }),
+        ClientOp::Delete { key } => Request::Delete(PathAndVersion {
+            path: KEYS[*key].into(),
+            version: -1,
+        }),
+        ClientOp::Get { .. } | ClientOp::Sync => return None,
+    })
+}
+
+/// Prepares a client write (or sync, as a no-op transaction) at `zxid`.
+pub fn prepare(
+    server: &mut SimServer,
+    client: ClientId,
+    cxid: i32,
+    op: &ClientOp,
+    zxid: Zxid,
+    time_ms: i64,
+) -> Txn {
+    let ctx = PrepContext {
+        session_id: client,
+        cxid,
+        zxid: zxid.as_i64(),
+        time_ms,
+        auth_ids: &[],
+        extended_types_enabled: false,
+    };
+    match to_request(op) {
+        Some(req) => server.prep.prepare(&server.tree, &ctx, &req),
+        None => Txn {
+            header: TxnHeader {
+                client_id: client,
+                cxid,
+                zxid: zxid.as_i64(),
+                time: time_ms,
+                op_type: OpCode::Error.code(),
+            },
+            body: TxnBody::Error(ErrorTxn { err: 0 }),
+        },
+    }
+}
+
+/// What a client is told about its write, from the outcome of applying it.
+pub fn write_result(zxid: Zxid, outcome: &TxnOutcome) -> OpResult {
+    let (code, version) = match outcome {
+        TxnOutcome::Updated(stat) => (0, Some(stat.version)),
+        TxnOutcome::Error(code) => (code.code(), None),
+        _ => (0, None),
+    };
+    OpResult::Written {
+        zxid,
+        code,
+        version,
+    }
+}
+
+pub fn read_value(tree: &DataTree, key: usize) -> NodeValue {
+    tree.get(KEYS[key]).map(|node| {
+        (
+            node.data.as_deref().map(<[u8]>::to_vec).unwrap_or_default(),
+            node.stat.version,
+        )
+    })
+}

@@ -1,0 +1,65 @@
+//! The outputs of the Zab core: what the host must do, in order.
+//!
+//! The host executes actions strictly in the order given. Epoch writes, truncation and
+//! snapshot saves are *synchronous*: they must be durable before the host executes the next
+//! action (a following `Send` may depend on them). `Append` is asynchronous: the host reports
+//! durability later with [`crate::Zab::handle_log_durable`].
+
+use crate::config::Sid;
+use crate::entry::{Image, SharedEntry};
+use crate::message::Message;
+use crate::zxid::Zxid;
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Role {
+    Looking,
+    Leading,
+    Following,
+    Observing,
+    /// Fail-stopped (digest mismatch or an impossible state); needs an operator.
+    Halted,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Action {
+    Send {
+        to: Sid,
+        msg: Message,
+    },
+    /// Break the connection to a peer (the peer will see a disconnect).
+    Disconnect {
+        peer: Sid,
+    },
+    /// Synchronous: persist acceptedEpoch.
+    SaveAcceptedEpoch(u32),
+    /// Synchronous: persist currentEpoch.
+    SaveCurrentEpoch(u32),
+    /// Asynchronous: append to the log; report durability later.
+    Append(SharedEntry),
+    /// Synchronous: drop every log record after this zxid.
+    Truncate(Zxid),
+    /// Synchronous: durably store this snapshot and drop the whole log.
+    SaveSnapshot {
+        zxid: Zxid,
+        image: Image,
+    },
+    /// Send `Message::Snap` to `to` with an image of the host's applied state, which is
+    /// exactly at `zxid` when the host reaches this action.
+    SendSnapshot {
+        to: Sid,
+        zxid: Zxid,
+    },
+    /// Replace the host's applied state with this image.
+    InstallSnapshot {
+        zxid: Zxid,
+        image: Image,
+    },
+    /// Apply this committed transaction (strictly increasing zxids).
+    Deliver(SharedEntry),
+    RoleChanged {
+        role: Role,
+        epoch: u32,
+    },
+    /// The amnesia rule is lifted: the host may record that its state is whole again.
+    RecoveryComplete,
+}

@@ -1,0 +1,156 @@
+//! Static configuration of one Zab server, and the limits that bound every queue.
+
+use std::collections::BTreeSet;
+
+/// A server id (`myid`).
+pub type Sid = u64;
+
+/// Milliseconds of the host's clock. Zab never reads a clock; time only comes in as this.
+pub type Millis = u64;
+
+/// How durable a proposal must be before it is acknowledged (DESIGN.md §5).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Durability {
+    /// ACK only after the log record is fsynced.
+    Durable,
+    /// ACK from memory; durability comes from the other replicas (and the amnesia rule).
+    Diskless,
+}
+
+/// Protocol variants that are deliberately wrong, so the simulator can prove it catches them.
+#[cfg(feature = "planted-bugs")]
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum PlantedBug {
+    /// A follower ACKs a proposal as soon as it is appended, before the fsync.
+    AckBeforePersist,
+    /// The leader commits when one server fewer than a quorum has acknowledged.
+    CommitWithoutQuorum,
+    /// A follower ignores TRUNC: its disk keeps the uncommitted tail.
+    SkipTruncate,
+    /// A follower persists currentEpoch and ACKs NEWLEADER before the sync txns are durable
+    /// (ZOOKEEPER-3911 / -4643).
+    NewleaderBeforeDurable,
+    /// A server that lost its acknowledged state votes and counts as if it had not.
+    VoteAfterAmnesia,
+}
+
+#[cfg(feature = "planted-bugs")]
+impl PlantedBug {
+    pub const ALL: [PlantedBug; 5] = [
+        PlantedBug::AckBeforePersist,
+        PlantedBug::CommitWithoutQuorum,
+        PlantedBug::SkipTruncate,
+        PlantedBug::NewleaderBeforeDurable,
+        PlantedBug::VoteAfterAmnesia,
+    ];
+
+    pub fn name(self) -> &'static str {
+        match self {
+            PlantedBug::AckBeforePersist => "ack-before-persist",
+            PlantedBug::CommitWithoutQuorum => "commit-without-quorum",
+            PlantedBug::SkipTruncate => "skip-truncate",
+            PlantedBug::NewleaderBeforeDurable => "newleader-before-durable",
+            PlantedBug::VoteAfterAmnesia => "vote-after-amnesia",
+        }
+    }
+
+    pub fn from_name(name: &str) -> Option<PlantedBug> {
+        Self::ALL.into_iter().find(|b| b.name() == name)
+    }
+}
+
+#[derive(Debug, Clone)]
+pub struct Config {
+    pub my_id: Sid,
+    /// Servers that vote and count toward quorums (ZooKeeper's participants).
+    pub voters: BTreeSet<Sid>,
+    /// Servers that receive commits and never vote.
+    pub observers: BTreeSet<Sid>,
+    pub tick_ms: Millis,
+    /// Ticks a learner may take to connect and sync (ZooKeeper `initLimit`).
+    pub init_limit_ticks: u64,
+    /// Ticks of silence after which a peer is considered gone (ZooKeeper `syncLimit`).
+    pub sync_limit_ticks: u64,
+    /// Quiet time after a quorum agrees before an election is decided (FLE `finalizeWait`).
+    pub finalize_wait_ms: Millis,
+    /// First and largest interval between re-broadcasts of an unanswered vote.
+    pub notification_interval_min_ms: Millis,
+    pub notification_interval_max_ms: Millis,
+    /// Committed entries kept in memory for DIFF sync (ZooKeeper `commitLogCount`).
+    pub committed_log_max: usize,
+    /// Proposals a leader may have outstanding before `propose` answers Busy.
+    pub proposals_in_flight_max: usize,
+    pub durability: Durability,
+    #[cfg(feature = "planted-bugs")]
+    pub planted_bug: Option<PlantedBug>,
+}
+
+/// A learner's sync stream can never exceed the leader's in-memory history.
+pub fn sync_entries_max(config: &Config) -> usize {
+    config.committed_log_max + config.proposals_in_flight_max + SYNC_ENTRIES_SLACK
+}
+
+/// Entries a server may hold beyond the committed window: undelivered entries loaded at boot
+/// are bounded by the host's snapshot interval, not by Zab, so only a sanity bound applies.
+pub const SYNC_ENTRIES_SLACK: usize = 1 << 20;
+
+/// Servers in one ensemble (ZooKeeper supports 255 ids in practice).
+pub const SERVERS_MAX: usize = 255;
+
+impl Config {
+    /// A configuration with meerkat's defaults for `voters`, as `my_id`.
+    pub fn new(my_id: Sid, voters: BTreeSet<Sid>, observers: BTreeSet<Sid>) -> Config {
+        Config {
+            my_id,
+            voters,
+            observers,
+            tick_ms: 50,
+            init_limit_ticks: 10,
+            sync_limit_ticks: 5,
+            finalize_wait_ms: 20,
+            notification_interval_min_ms: 50,
+            notification_interval_max_ms: 1600,
+            committed_log_max: 500,
+            proposals_in_flight_max: 1000,
+            durability: Durability::Durable,
+            #[cfg(feature = "planted-bugs")]
+            planted_bug: None,
+        }
+    }
+
+    pub fn quorum_size(&self) -> usize {
+        self.voters.len() / 2 + 1
+    }
+
+    pub fn is_voter(&self, sid: Sid) -> bool {
+        self.voters.contains(&sid)
+    }
+
+    pub fn is_observer(&self, sid: Sid) -> bool {
+        self.observers.contains(&sid)
+    }
+
+    /// Every server but this one.
+    pub fn peers(&self) -> impl Iterator<Item = Sid> + '_ {
+        let me = self.my_id;
+        self.voters
+            .iter()
+            .chain(self.observers.iter())
+            .copied()
+            .filter(move |&s| s != me)
+    }
+
+    pub fn init_limit_ms(&self) -> Millis {
+        self.tick_ms * self.init_limit_ticks
+    }
+
+    pub fn sync_limit_ms(&self) -> Millis {
+        self.tick_ms * self.sync_limit_ticks
+    }
+
+    /// True when the given planted bug is switched on. Always false without the feature.
+    #[cfg(feature = "planted-bugs")]
+    pub fn bug(&self, bug: PlantedBug) -> bool {
+        self.planted_bug == Some(bug)
+    }
+}

@@ -1,0 +1,21 @@
+//! One proposal of Zab: a transaction at a zxid, with the leader's tree digest after it.
+
+use crate::zxid::Zxid;
+use proto::txn::Txn;
+use std::sync::Arc;
+
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Entry {
+    pub zxid: Zxid,
+    pub txn: Txn,
+    /// The leader's tree digest after applying this transaction (DESIGN.md §4), if the host
+    /// computed one. A replica whose own digest differs after applying must stop serving.
+    pub digest: Option<u64>,
+}
+
+/// Entries are shared between the log, the sync streams of several learners and the outputs,
+/// so they are reference counted rather than copied.
+pub type SharedEntry = Arc<Entry>;
+
+/// A snapshot image: opaque to Zab, produced and installed by the host.
+pub type Image = Arc<Vec<u8>>;

@@ -1,0 +1,463 @@
+//! The Zab state machine: one value per server, driven by the host.
+//!
+//! Inputs are the `handle_*` methods and [`Zab::propose`]; each takes the host's current time.
+//! Outputs accumulate as [`Action`]s that the host drains with [`Zab::poll_actions`] after every
+//! input and executes in order (see [`crate::action`] for which actions are synchronous).
+
+use crate::action::{Action, Role};
+use crate::config::{Config, Millis, Sid, SERVERS_MAX};
+use crate::election::{Decision, Election, ElectionStep};
+use crate::entry::SharedEntry;
+use crate::error::{DigestMismatch, ZabError};
+use crate::history::History;
+use crate::leader::LeaderState;
+use crate::learner::LearnerState;
+use crate::message::{Message, Notification, PeerState, Vote};
+use crate::zxid::Zxid;
+use std::collections::BTreeMap;
+
+/// What the host loaded from disk at boot.
+#[derive(Debug, Clone, Default)]
+pub struct Boot {
+    pub accepted_epoch: u32,
+    pub current_epoch: u32,
+    /// The zxid of the snapshot the host loaded into its applied state.
+    pub snapshot_zxid: Zxid,
+    /// The durable log records after the snapshot, in order.
+    pub log: Vec<SharedEntry>,
+    /// The server may have lost state it acknowledged (a wiped disk, or any diskless boot).
+    pub amnesia: bool,
+    /// A number unique to this boot.
+    pub incarnation: u64,
+}
+
+/// A FOLLOWERINFO that arrived while we were still deciding the election.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct LearnerInfo {
+    pub accepted_epoch: u32,
+    pub last_zxid: Zxid,
+    pub observer: bool,
+    pub recovering: bool,
+    /// Kept for tracing; a new FOLLOWERINFO already resets the learner's acks.
+    #[allow(dead_code)]
+    pub incarnation: u64,
+}
+
+#[derive(Debug)]
+pub(crate) enum RoleState {
+    Looking(Election),
+    Leading(Box<LeaderState>),
+    Learning(Box<LearnerState>),
+    Halted,
+}
+
+#[derive(Debug)]
+pub struct Zab {
+    pub(crate) config: Config,
+    pub(crate) accepted_epoch: u32,
+    pub(crate) current_epoch: u32,
+    pub(crate) history: History,
+    pub(crate) role: RoleState,
+    /// The last election round we took part in (FLE `logicalclock`).
+    pub(crate) round: u64,
+    /// Amnesia rule: true until we have synced with an established leader.
+    pub(crate) recovering: bool,
+    pub(crate) incarnation: u64,
+    pub(crate) actions: Vec<Action>,
+    pub(crate) early_learners: BTreeMap<Sid, LearnerInfo>,
+}
+
+impl Zab {
+    pub fn new(config: Config, boot: Boot, now: Millis) -> Result<Zab, ZabError> {
+        if boot.accepted_epoch < boot.current_epoch {
+            return Err(ZabError::EpochsInverted {
+                accepted: boot.accepted_epoch,
+                current: boot.current_epoch,
+            });
+        }
+        if !config.is_voter(config.my_id) && !config.is_observer(config.my_id) {
+            return Err(ZabError::UnknownSelf(config.my_id));
+        }
+        assert!(config.voters.len() + config.observers.len() <= SERVERS_MAX);
+        let mut prev = boot.snapshot_zxid;
+        for e in &boot.log {
+            if e.zxid <= prev {
+                return Err(ZabError::LogNotIncreasing { prev, at: e.zxid });
+            }
+            prev = e.zxid;
+        }
+        #[allow(unused_mut)]
+        let mut recovering = boot.amnesia;
+        #[cfg(feature = "planted-bugs")]
+        if config.bug(crate::config::PlantedBug::VoteAfterAmnesia) {
+            recovering = false;
+        }
+        let mut zab = Zab {
+            accepted_epoch: boot.accepted_epoch,
+            current_epoch: boot.current_epoch,
+            history: History::new(boot.snapshot_zxid, boot.log),
+            role: RoleState::Halted,
+            round: 0,
+            recovering,
+            incarnation: boot.incarnation,
+            actions: Vec::new(),
+            early_learners: BTreeMap::new(),
+            config,
+        };
+        zab.become_looking(now, "boot");
+        Ok(zab)
+    }
+
+    // ----- getters -----
+
+    pub fn config(&self) -> &Config {
+        &self.config
+    }
+
+    pub fn role(&self) -> Role {
+        match &self.role {
+            RoleState::Looking(_) => Role::Looking,
+            RoleState::Leading(_) => Role::Leading,
+            RoleState::Learning(l) if l.observer => Role::Observing,
+            RoleState::Learning(_) => Role::Following,
+            RoleState::Halted => Role::Halted,
+        }
+    }
+
+    /// True when this server may answer clients: an established leader, or a learner past
+    /// UPTODATE.
+    pub fn is_serving(&self) -> bool {
+        match &self.role {
+            RoleState::Leading(l) => l.established_at.is_some(),
+            RoleState::Learning(l) => l.serving(),
+            _ => false,
+        }
+    }
+
+    /// The leader we follow (or ourselves when leading), once known.
+    pub fn leader(&self) -> Option<Sid> {
+        match &self.role {
+            RoleState::Leading(_) => Some(self.config.my_id),
+            RoleState::Learning(l) => Some(l.leader),
+            _ => None,
+        }
+    }
+
+    pub fn accepted_epoch(&self) -> u32 {
+        self.accepted_epoch
+    }
+
+    pub fn current_epoch(&self) -> u32 {
+        self.current_epoch
+    }
+
+    pub fn last_logged(&self) -> Zxid {
+        self.history.last()
+    }
+
+    pub fn durable(&self) -> Zxid {
+        self.history.durable()
+    }
+
+    pub fn delivered(&self) -> Zxid {
+        self.history.delivered()
+    }
+
+    pub fn is_recovering(&self) -> bool {
+        self.recovering
+    }
+
+    pub fn round(&self) -> u64 {
+        match &self.role {
+            RoleState::Looking(e) => e.round(),
+            _ => self.round,
+        }
+    }
+
+    /// Drains the actions produced so far.
+    pub fn poll_actions(&mut self) -> Vec<Action> {
+        std::mem::take(&mut self.actions)
+    }
+
+    // ----- inputs -----
+
+    pub fn handle_message(&mut self, now: Millis, from: Sid, msg: Message) {
+        if from == self.config.my_id || matches!(self.role, RoleState::Halted) {
+            return;
+        }
+        if let Message::Notification(n) = msg {
+            self.on_notification(now, from, &n);
+            return;
+        }
+        if let Message::FollowerInfo {
+            accepted_epoch,
+            last_zxid,
+            observer,
+            recovering,
+            incarnation,
+        } = msg
+        {
+            let info = LearnerInfo {
+                accepted_epoch,
+                last_zxid,
+                observer: observer || self.config.is_observer(from),
+                recovering,
+                incarnation,
+            };
+            self.on_follower_info(now, from, info);
+            return;
+        }
+        match &self.role {
+            RoleState::Leading(_) => self.leader_on_message(now, from, msg),
+            RoleState::Learning(l) if l.leader == from => self.learner_on_message(now, msg),
+            _ => {}
+        }
+    }
+
+    pub fn handle_tick(&mut self, now: Millis) {
+        match &mut self.role {
+            RoleState::Looking(e) => {
+                let step = e.on_tick(&self.config, now);
+                self.apply_election_step(now, None, step);
+            }
+            RoleState::Leading(_) => self.leader_on_tick(now),
+            RoleState::Learning(_) => self.learner_on_tick(now),
+            RoleState::Halted => {}
+        }
+    }
+
+    /// The host's log is durable (fsynced) up to `zxid`.
+    pub fn handle_log_durable(&mut self, now: Millis, zxid: Zxid) {
+        self.history.set_durable(zxid);
+        match &self.role {
+            RoleState::Leading(_) => {
+                self.leader_check_established(now);
+                self.leader_try_commit(now);
+            }
+            RoleState::Learning(_) => self.learner_on_durable(),
+            _ => {}
+        }
+    }
+
+    /// The connection to `peer` broke.
+    pub fn handle_peer_disconnected(&mut self, now: Millis, peer: Sid) {
+        match &self.role {
+            RoleState::Leading(_) => self.leader_on_disconnect(peer),
+            RoleState::Learning(l) if l.leader == peer => {
+                self.become_looking(now, "lost connection to leader")
+            }
+            RoleState::Looking(_) => {
+                self.early_learners.remove(&peer);
+            }
+            _ => {}
+        }
+    }
+
+    /// The host applied `entry` and its tree digest is now `local`. A mismatch with the
+    /// leader's digest fail-stops this server: serving diverged state is worse than stopping.
+    pub fn check_applied_digest(
+        &mut self,
+        entry: &SharedEntry,
+        local: u64,
+    ) -> Result<(), DigestMismatch> {
+        match entry.digest {
+            Some(leader) if leader != local => {
+                self.halt("digest mismatch");
+                Err(DigestMismatch {
+                    zxid: entry.zxid,
+                    leader,
+                    local,
+                })
+            }
+            _ => Ok(()),
+        }
+    }
+
+    /// Stops this server for good (fail-stop).
+    pub fn halt(&mut self, reason: &str) {
+        tracing::error!(sid = self.config.my_id, reason, "halting");
+        self.disconnect_role_peers();
+        self.role = RoleState::Halted;
+        self.actions.push(Action::RoleChanged {
+            role: Role::Halted,
+            epoch: self.current_epoch,
+        });
+    }
+
+    // ----- election -----
+
+    fn initial_vote(&self) -> Vote {
+        Vote {
+            leader: self.config.my_id,
+            zxid: self.history.last(),
+            epoch: self.current_epoch,
+        }
+    }
+
+    pub(crate) fn counts_as_voter(&self) -> bool {
+        self.config.is_voter(self.config.my_id) && !self.recovering
+    }
+
+    pub(crate) fn become_looking(&mut self, now: Millis, reason: &str) {
+        tracing::debug!(sid = self.config.my_id, reason, "looking");
+        self.disconnect_role_peers();
+        let previous = self.round();
+        self.round = previous;
+        let election = Election::start(
+            &self.config,
+            previous,
+            self.initial_vote(),
+            self.counts_as_voter(),
+            now,
+        );
+        self.role = RoleState::Looking(election);
+        self.early_learners.clear();
+        self.actions.push(Action::RoleChanged {
+            role: Role::Looking,
+            epoch: self.current_epoch,
+        });
+        self.broadcast_notification();
+    }
+
+    fn disconnect_role_peers(&mut self) {
+        match &self.role {
+            RoleState::Leading(l) => {
+                let peers: Vec<Sid> = l.learners.keys().copied().collect();
+                for peer in peers {
+                    self.actions.push(Action::Disconnect { peer });
+                }
+            }
+            RoleState::Learning(l) => {
+                let peer = l.leader;
+                self.actions.push(Action::Disconnect { peer });
+            }
+            _ => {}
+        }
+    }
+
+    /// What we tell others about ourselves.
+    fn own_notification(&self) -> Option<Notification> {
+        let voter = self.counts_as_voter();
+        match &self.role {
+            RoleState::Looking(e) => Some(e.notification()),
+            RoleState::Leading(l) => Some(Notification {
+                vote: Vote {
+                    leader: self.config.my_id,
+                    zxid: self.history.last(),
+                    epoch: l.advertised_epoch(self.current_epoch),
+                },
+                round: l.round,
+                state: PeerState::Leading,
+                voter,
+            }),
+            RoleState::Learning(l) => Some(Notification {
+                vote: l.advertised_vote(),
+                round: self.round,
+                state: if l.observer {
+                    PeerState::Observing
+                } else {
+                    PeerState::Following
+                },
+                voter,
+            }),
+            RoleState::Halted => None,
+        }
+    }
+
+    fn broadcast_notification(&mut self) {
+        let Some(n) = self.own_notification() else {
+            return;
+        };
+        let peers: Vec<Sid> = self.config.peers().collect();
+        for to in peers {
+            self.send(to, Message::Notification(n));
+        }
+    }
+
+    fn on_notification(&mut self, now: Millis, from: Sid, n: &Notification) {
+        let initial = self.initial_vote();
+        match &mut self.role {
+            RoleState::Looking(e) => {
+                let step = e.on_notification(&self.config, from, n, initial, now);
+                self.apply_election_step(now, Some(from), step);
+            }
+            RoleState::Halted => {}
+            _ => {
+                // An established server answers a LOOKING one at once with its vote, which is
+                // how late joiners learn the leader.
+                if n.state == PeerState::Looking {
+                    if let Some(own) = self.own_notification() {
+                        self.send(from, Message::Notification(own));
+                    }
+                }
+            }
+        }
+    }
+
+    fn apply_election_step(&mut self, now: Millis, _from: Option<Sid>, step: ElectionStep) {
+        let RoleState::Looking(e) = &self.role else {
+            return;
+        };
+        let n = e.notification();
+        let round = e.round();
+        let started_at = e.started_at;
+        if step.broadcast {
+            let peers: Vec<Sid> = self.config.peers().collect();
+            for to in peers {
+                self.send(to, Message::Notification(n));
+            }
+        }
+        if let Some(to) = step.reply_to {
+            self.send(to, Message::Notification(n));
+        }
+        if let Some(decision) = step.decision {
+            self.round = round;
+            let elected_after = now.saturating_sub(started_at);
+            tracing::debug!(sid = self.config.my_id, ?decision, elected_after, "decided");
+            match decision {
+                Decision::Lead => self.become_leader(now),
+                Decision::Follow { leader } => {
+                    let vote_epoch = if n.vote.leader == leader {
+                        n.vote.epoch
+                    } else {
+                        0
+                    };
+                    self.become_learner(now, leader, vote_epoch)
+                }
+            }
+        }
+    }
+
+    fn on_follower_info(&mut self, now: Millis, from: Sid, info: LearnerInfo) {
+        match &self.role {
+            RoleState::Leading(_) => self.leader_on_follower_info(now, from, info),
+            RoleState::Looking(_) => {
+                // We may be about to lead; keep it (one per server, so bounded).
+                self.early_learners.insert(from, info);
+            }
+            _ => self.actions.push(Action::Disconnect { peer: from }),
+        }
+    }
+
+    // ----- shared helpers -----
+
+    pub(crate) fn send(&mut self, to: Sid, msg: Message) {
+        debug_assert_ne!(to, self.config.my_id);
+        self.actions.push(Action::Send { to, msg });
+    }
+
+    /// Hands the host every entry up to `zxid` it has not applied.
+    pub(crate) fn deliver_to(&mut self, zxid: Zxid) {
+        if self.history.delivered() < self.history.base() {
+            // Entries standing on a snapshot the host does not hold: never deliver across it.
+            self.halt("entries stand on a snapshot this server has not applied");
+            return;
+        }
+        let before = self.history.delivered();
+        for entry in self.history.take_deliverable(zxid) {
+            self.actions.push(Action::Deliver(entry));
+        }
+        assert!(self.history.delivered() >= before);
+        self.history.trim(self.config.committed_log_max);
+    }
+}

@@ -1,0 +1,185 @@
+//! Engine tests of the leader: epoch files before LEADERINFO / NEWLEADER, establishment at a
+//! NEWLEADER quorum, commits only at a quorum that includes the leader's own fsync.
+#![allow(clippy::unwrap_used)]
+
+use proto::txn::{ErrorTxn, Txn, TxnBody, TxnHeader};
+use zab::{
+    Action, Boot, Config, Message, Notification, PeerState, ProposeError, Role, Vote, Zab, Zxid,
+};
+
+fn noop(zxid: Zxid) -> Txn {
+    Txn {
+        header: TxnHeader {
+            client_id: 1,
+            cxid: 1,
+            zxid: zxid.as_i64(),
+            time: 0,
+            op_type: -1,
+        },
+        body: TxnBody::Error(ErrorTxn { err: 0 }),
+    }
+}
+
+fn position(actions: &[Action], pred: impl Fn(&Action) -> bool) -> usize {
+    actions.iter().position(pred).expect("action present")
+}
+
+/// Server 3 elected by 1 and 2, with 1 synced: an established leader of epoch 1.
+fn leader() -> Zab {
+    let c = Config::new(3, [1, 2, 3].into(), Default::default());
+    let mut z = Zab::new(c.clone(), Boot::default(), 0).unwrap();
+    z.poll_actions();
+    for from in [1, 2] {
+        let n = Notification {
+            vote: Vote {
+                leader: 3,
+                zxid: Zxid::ZERO,
+                epoch: 0,
+            },
+            round: 1,
+            state: PeerState::Looking,
+            voter: true,
+        };
+        z.handle_message(1, from, Message::Notification(n));
+    }
+    z.handle_tick(1 + c.finalize_wait_ms);
+    assert_eq!(z.role(), Role::Leading);
+    assert!(!z.is_serving());
+    z.poll_actions();
+    z.handle_message(
+        30,
+        1,
+        Message::FollowerInfo {
+            accepted_epoch: 0,
+            last_zxid: Zxid::ZERO,
+            observer: false,
+            recovering: false,
+            incarnation: 1,
+        },
+    );
+    let a = z.poll_actions();
+    let save = position(&a, |x| *x == Action::SaveAcceptedEpoch(1));
+    let info = position(&a, |x| {
+        matches!(
+            x,
+            Action::Send {
+                msg: Message::LeaderInfo { epoch: 1 },
+                ..
+            }
+        )
+    });
+    assert!(
+        save < info,
+        "acceptedEpoch must be durable before LEADERINFO"
+    );
+    z.handle_message(
+        31,
+        1,
+        Message::AckEpoch {
+            current_epoch: Some(0),
+            last_zxid: Zxid::ZERO,
+        },
+    );
+    let a = z.poll_actions();
+    let save = position(&a, |x| *x == Action::SaveCurrentEpoch(1));
+    let newleader = position(&a, |x| {
+        matches!(
+            x,
+            Action::Send {
+                msg: Message::NewLeader { epoch: 1 },
+                ..
+            }
+        )
+    });
+    assert!(
+        save < newleader,
+        "currentEpoch must be durable before NEWLEADER"
+    );
+    assert_eq!(
+        z.propose(32, noop(Zxid::new(1, 1)), None),
+        Err(ProposeError::NotLeader)
+    );
+    z.handle_message(
+        33,
+        1,
+        Message::Ack {
+            zxid: Zxid::new(1, 0),
+        },
+    );
+    let a = z.poll_actions();
+    assert!(a.contains(&Action::RoleChanged {
+        role: Role::Leading,
+        epoch: 1
+    }));
+    assert!(z.is_serving());
+    z
+}
+
+#[test]
+fn commits_need_a_quorum_including_the_leaders_own_fsync() {
+    let mut z = leader();
+    let zxid = z.next_zxid().unwrap();
+    assert_eq!(zxid, Zxid::new(1, 1));
+    assert_eq!(z.propose(40, noop(zxid), Some(1)), Ok(zxid));
+    let a = z.poll_actions();
+    assert!(matches!(&a[0], Action::Append(e) if e.zxid == zxid));
+    assert!(a.iter().any(|x| matches!(
+        x,
+        Action::Send {
+            to: 1,
+            msg: Message::Proposal(_)
+        }
+    )));
+
+    // The follower's ACK alone is not a quorum with an unsynced leader.
+    z.handle_message(41, 1, Message::Ack { zxid });
+    assert!(!z
+        .poll_actions()
+        .iter()
+        .any(|x| matches!(x, Action::Deliver(_))));
+    // Our own fsync completes the quorum {1, 3}.
+    z.handle_log_durable(42, zxid);
+    let a = z.poll_actions();
+    let deliver = position(&a, |x| matches!(x, Action::Deliver(e) if e.zxid == zxid));
+    let commit = position(
+        &a,
+        |x| matches!(x, Action::Send { to: 1, msg: Message::Commit { zxid: z } } if *z == zxid),
+    );
+    assert!(deliver < commit);
+}
+
+#[test]
+fn a_new_connection_forgets_old_acks() {
+    let mut z = leader();
+    let zxid = z.next_zxid().unwrap();
+    z.propose(40, noop(zxid), None).unwrap();
+    z.handle_message(41, 1, Message::Ack { zxid });
+    // Server 1 restarts before we fsync: its old ACK must not count any more.
+    z.handle_message(
+        42,
+        1,
+        Message::FollowerInfo {
+            accepted_epoch: 1,
+            last_zxid: Zxid::ZERO,
+            observer: false,
+            recovering: false,
+            incarnation: 2,
+        },
+    );
+    z.poll_actions();
+    z.handle_log_durable(43, zxid);
+    assert!(!z
+        .poll_actions()
+        .iter()
+        .any(|x| matches!(x, Action::Deliver(_))));
+}
+
+#[test]
+fn losing_the_quorum_for_sync_limit_steps_down() {
+    let mut z = leader();
+    let c = z.config().clone();
+    z.handle_tick(100);
+    assert_eq!(z.role(), Role::Leading);
+    z.handle_tick(33 + c.sync_limit_ms() + 1);
+    assert_eq!(z.role(), Role::Looking);
+}
