@@ -10,6 +10,18 @@ pub struct Series {
     pub points: Vec<(f64, f64)>,
 }
 
+/// Adds a point to the series called `name`, creating it if needed (series keep first-use
+/// order, which is the legend's order).
+pub fn add_point(series: &mut Vec<Series>, name: &str, point: (f64, f64)) {
+    match series.iter_mut().find(|s| s.name == name) {
+        Some(s) => s.points.push(point),
+        None => series.push(Series {
+            name: name.to_string(),
+            points: vec![point],
+        }),
+    }
+}
+
 fn register_font() {
     static ONCE: Once = Once::new();
     ONCE.call_once(|| {

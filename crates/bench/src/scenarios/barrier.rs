@@ -68,13 +68,7 @@ pub async fn barrier(ctx: &Context) -> anyhow::Result<Outcome> {
             round_ms
                 .values
                 .insert(target.name().into(), secs * 1000.0 / rounds as f64);
-            match series.iter_mut().find(|s| s.name == target.name()) {
-                Some(s) => s.points.push((n as f64, rounds as f64 / secs)),
-                None => series.push(crate::plot::Series {
-                    name: target.name().into(),
-                    points: vec![(n as f64, rounds as f64 / secs)],
-                }),
-            }
+            crate::plot::add_point(&mut series, target.name(), (n as f64, rounds as f64 / secs));
             details.insert(
                 format!("{case}/{}", target.name()),
                 serde_json::json!({ "clients": n, "rounds": rounds, "seconds": secs }),

@@ -259,6 +259,42 @@ pub async fn each_target(
     Ok(results)
 }
 
+/// Runs each case (name, clients with `window` in flight) against every target and returns
+/// the rows, the raw results and one throughput-over-time chart per case.
+pub async fn timeline_cases(
+    ctx: &Context,
+    scenario: &str,
+    label: &str,
+    cases: &[(&str, usize)],
+    setup: &[(&str, usize)],
+    window: usize,
+    make: MakeRequest,
+) -> anyhow::Result<Outcome> {
+    let (mut rows, mut plots) = (Vec::new(), Vec::new());
+    let mut details = serde_json::Map::new();
+    for &(case, clients) in cases {
+        let results =
+            each_target(ctx, scenario, case, setup, clients, window, make.clone()).await?;
+        rows.extend(load_rows(case, &results));
+        let first_word = case.split_whitespace().next().unwrap_or("case");
+        let title = format!("{scenario}: {case}, {label}");
+        plots.push(timeline_plot(
+            ctx,
+            &format!("{scenario}-{first_word}"),
+            &title,
+            &results,
+        )?);
+        for (t, r) in results {
+            details.insert(format!("{case}/{}", t.name()), serde_json::to_value(&r)?);
+        }
+    }
+    Ok(Outcome {
+        rows,
+        details: serde_json::Value::Object(details),
+        plots,
+    })
+}
+
 /// Steps a scenario will take, for the progress bar.
 pub fn steps(scenario: crate::Scenario, ctx_targets: usize, scale: Scale) -> u64 {
     use crate::Scenario as S;

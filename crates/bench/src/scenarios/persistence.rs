@@ -123,13 +123,7 @@ pub async fn restart(ctx: &Context) -> anyhow::Result<Outcome> {
     for &n in sizes {
         let (r, d) = restart_one(ctx, n).await?;
         for (target, ms) in &r[0].values {
-            match series.iter_mut().find(|s| &s.name == target) {
-                Some(s) => s.points.push((n as f64, *ms)),
-                None => series.push(crate::plot::Series {
-                    name: target.clone(),
-                    points: vec![(n as f64, *ms)],
-                }),
-            }
+            crate::plot::add_point(&mut series, target, (n as f64, *ms));
         }
         rows.extend(r);
         details.insert(n.to_string(), d);

@@ -53,18 +53,11 @@ pub async fn queue(ctx: &Context) -> anyhow::Result<Outcome> {
                 .insert(target.name().into(), result.ops_per_sec);
             p99.values
                 .insert(target.name().into(), result.p99_us as f64 / 1000.0);
-            let s = match series.iter_mut().find(|s| s.name == target.name()) {
-                Some(s) => s,
-                None => {
-                    series.push(crate::plot::Series {
-                        name: target.name().into(),
-                        points: Vec::new(),
-                    });
-                    series.last_mut().expect("just pushed")
-                }
-            };
-            s.points
-                .push(((producers + consumers) as f64, result.ops_per_sec));
+            crate::plot::add_point(
+                &mut series,
+                target.name(),
+                ((producers + consumers) as f64, result.ops_per_sec),
+            );
             details.insert(
                 format!("{case}/{}", target.name()),
                 serde_json::to_value(&result)?,

@@ -1,6 +1,6 @@
 //! Read scenarios.
 
-use super::{each_target, load_rows, timeline_plot, Context, Outcome, PAYLOAD_281};
+use super::{each_target, load_rows, timeline_cases, Context, Outcome, PAYLOAD_281};
 use crate::load::MakeRequest;
 use proto::request::Request;
 use proto::{PathAndWatch, SetDataRequest};
@@ -13,45 +13,14 @@ pub async fn sync_get(ctx: &Context) -> anyhow::Result<Outcome> {
         &[("1 client", 1), ("60 clients", 60)],
         &[("1 client", 1), ("60 clients", 60)],
     );
-    let (mut rows, mut plots) = (Vec::new(), Vec::new());
-    let mut details = serde_json::Map::new();
-    for &(case, clients) in cases {
-        let make: MakeRequest = Arc::new(|_, _| {
-            Request::GetData(PathAndWatch {
-                path: "/bench".into(),
-                watch: false,
-            })
-        });
-        let results = each_target(
-            ctx,
-            "sync-get",
-            case,
-            &[("/bench", PAYLOAD_281)],
-            clients,
-            1,
-            make,
-        )
-        .await?;
-        rows.extend(load_rows(case, &results));
-        let name = format!(
-            "sync-get-{}",
-            case.split_whitespace().next().unwrap_or("case")
-        );
-        plots.push(timeline_plot(
-            ctx,
-            &name,
-            &format!("sync-get: {case}, 281-byte reads"),
-            &results,
-        )?);
-        for (t, r) in results {
-            details.insert(format!("{case}/{}", t.name()), serde_json::to_value(&r)?);
-        }
-    }
-    Ok(Outcome {
-        rows,
-        details: serde_json::Value::Object(details),
-        plots,
-    })
+    let make: MakeRequest = Arc::new(|_, _| {
+        Request::GetData(PathAndWatch {
+            path: "/bench".into(),
+            watch: false,
+        })
+    });
+    let setup = [("/bench", PAYLOAD_281)];
+    timeline_cases(ctx, "sync-get", "281-byte reads", cases, &setup, 1, make).await
 }
 
 /// Paper Fig. 5: saturated asynchronous clients (100 requests in flight each), 1 KB reads
@@ -87,17 +56,7 @@ pub async fn read_ratio(ctx: &Context) -> anyhow::Result<Outcome> {
         });
         let results = each_target(ctx, "read-ratio", &case, &setup, clients, 100, make).await?;
         for (t, r) in &results {
-            let s = match series.iter_mut().find(|s| s.name == t.name()) {
-                Some(s) => s,
-                None => {
-                    series.push(crate::plot::Series {
-                        name: t.name().into(),
-                        points: Vec::new(),
-                    });
-                    series.last_mut().expect("just pushed")
-                }
-            };
-            s.points.push((f64::from(share), r.ops_per_sec));
+            crate::plot::add_point(&mut series, t.name(), (f64::from(share), r.ops_per_sec));
             details.insert(format!("{case}/{}", t.name()), serde_json::to_value(r)?);
         }
         rows.extend(load_rows(&case, &results).into_iter().take(1));

@@ -1,8 +1,6 @@
 //! Write scenarios, all with forceSync=yes: every acknowledged write is on disk.
 
-use super::{
-    create_request, each_target, load_rows, row, timeline_plot, Context, Outcome, PAYLOAD_281,
-};
+use super::{create_request, row, timeline_cases, Context, Outcome, PAYLOAD_281};
 use crate::load::{self, MakeRequest};
 use crate::target::Target;
 use std::sync::Arc;
@@ -36,33 +34,19 @@ async fn creates(
     window: usize,
     flags: i32,
 ) -> anyhow::Result<Outcome> {
-    let (mut rows, mut plots) = (Vec::new(), Vec::new());
-    let mut details = serde_json::Map::new();
-    for &(case, clients) in cases {
-        let make: MakeRequest =
-            Arc::new(move |c, i| create_request(format!("/bench/c{c}-{i}-"), PAYLOAD_281, flags));
-        let results =
-            each_target(ctx, scenario, case, &[("/bench", 0)], clients, window, make).await?;
-        rows.extend(load_rows(case, &results));
-        let name = format!(
-            "{scenario}-{}",
-            case.split_whitespace().next().unwrap_or("case")
-        );
-        plots.push(timeline_plot(
-            ctx,
-            &name,
-            &format!("{scenario}: {case}, 281-byte creates"),
-            &results,
-        )?);
-        for (t, r) in results {
-            details.insert(format!("{case}/{}", t.name()), serde_json::to_value(&r)?);
-        }
-    }
-    Ok(Outcome {
-        rows,
-        details: serde_json::Value::Object(details),
-        plots,
-    })
+    let make: MakeRequest =
+        Arc::new(move |c, i| create_request(format!("/bench/c{c}-{i}-"), PAYLOAD_281, flags));
+    let setup = [("/bench", 0)];
+    timeline_cases(
+        ctx,
+        scenario,
+        "281-byte creates",
+        cases,
+        &setup,
+        window,
+        make,
+    )
+    .await
 }
 
 /// Paper Table 2: workers each doing a synchronous create then an asynchronous delete;
@@ -95,17 +79,11 @@ pub async fn create_latency(ctx: &Context) -> anyhow::Result<Outcome> {
             mean.values
                 .insert(target.name().into(), result.mean_us / 1000.0);
             rate.values.insert(target.name().into(), result.ops_per_sec);
-            let s = match series.iter_mut().find(|s| s.name == target.name()) {
-                Some(s) => s,
-                None => {
-                    series.push(crate::plot::Series {
-                        name: target.name().into(),
-                        points: Vec::new(),
-                    });
-                    series.last_mut().expect("just pushed")
-                }
-            };
-            s.points.push((n as f64, result.mean_us / 1000.0));
+            crate::plot::add_point(
+                &mut series,
+                target.name(),
+                (n as f64, result.mean_us / 1000.0),
+            );
             details.insert(
                 format!("{case}/{}", target.name()),
                 serde_json::to_value(&result)?,
