@@ -19,3 +19,23 @@ pub type SharedEntry = Arc<Entry>;
 
 /// A snapshot image: opaque to Zab, produced and installed by the host.
 pub type Image = Arc<Vec<u8>>;
+
+/// A placeholder entry at `zxid` (an error transaction), for unit tests of log bookkeeping.
+#[cfg(test)]
+pub(crate) fn placeholder(zxid: Zxid) -> SharedEntry {
+    use proto::txn::{ErrorTxn, TxnBody, TxnHeader};
+    Arc::new(Entry {
+        zxid,
+        txn: Txn {
+            header: TxnHeader {
+                client_id: 0,
+                cxid: 0,
+                zxid: zxid.as_i64(),
+                time: 0,
+                op_type: -1,
+            },
+            body: TxnBody::Error(ErrorTxn { err: 0 }),
+        },
+        digest: None,
+    })
+}

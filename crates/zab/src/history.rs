@@ -171,26 +171,9 @@ impl History {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::entry::Entry;
-    use proto::txn::{ErrorTxn, Txn, TxnBody, TxnHeader};
-    use std::sync::Arc;
 
     fn entry(e: u32, c: u32) -> SharedEntry {
-        let zxid = Zxid::new(e, c);
-        Arc::new(Entry {
-            zxid,
-            txn: Txn {
-                header: TxnHeader {
-                    client_id: 0,
-                    cxid: 0,
-                    zxid: zxid.as_i64(),
-                    time: 0,
-                    op_type: -1,
-                },
-                body: TxnBody::Error(ErrorTxn { err: 0 }),
-            },
-            digest: None,
-        })
+        crate::entry::placeholder(Zxid::new(e, c))
     }
 
     #[test]

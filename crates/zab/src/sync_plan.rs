@@ -49,30 +49,11 @@ pub fn plan_sync(history: &History, learner_last: Zxid) -> SyncPlan {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::entry::Entry;
-    use proto::txn::{ErrorTxn, Txn, TxnBody, TxnHeader};
-    use std::sync::Arc;
 
     fn history(base: Zxid, zxids: &[(u32, u32)]) -> History {
         let entries = zxids
             .iter()
-            .map(|&(e, c)| {
-                let zxid = Zxid::new(e, c);
-                Arc::new(Entry {
-                    zxid,
-                    txn: Txn {
-                        header: TxnHeader {
-                            client_id: 0,
-                            cxid: 0,
-                            zxid: zxid.as_i64(),
-                            time: 0,
-                            op_type: -1,
-                        },
-                        body: TxnBody::Error(ErrorTxn { err: 0 }),
-                    },
-                    digest: None,
-                })
-            })
+            .map(|&(e, c)| crate::entry::placeholder(Zxid::new(e, c)))
             .collect();
         History::new(base, entries)
     }
