@@ -8,7 +8,9 @@
 //!
 //! Measured: barrier rounds completed per second and the time of a round, for every client.
 
-use super::{durable_settings, ensure_node, launch, open_acl, row, target_dir, Context, Outcome};
+use super::{
+    durable_settings, ensure_node, launch, open_acl, row, target_dir, Chart, Context, Outcome,
+};
 use crate::wire::Session;
 use anyhow::Context as _;
 use proto::jute::{Reader, Record};
@@ -76,19 +78,12 @@ pub async fn barrier(ctx: &Context) -> anyhow::Result<Outcome> {
         }
         rows.extend([rate, round_ms]);
     }
-    let path = ctx.plot_path("barrier");
-    crate::plot::line_chart(
-        &path,
-        "barrier: double barriers, enter and leave together",
-        "clients",
-        "barriers per second",
-        &series,
-    )?;
-    Ok(Outcome {
-        rows,
-        details: serde_json::Value::Object(details),
-        plots: vec![path],
-    })
+    let chart = Chart {
+        title: "barrier: double barriers, enter and leave together",
+        x: "clients",
+        y: "barriers per second",
+    };
+    Outcome::charted(ctx, "barrier", chart, &series, rows, details)
 }
 
 /// A limit on waiting for the others, so a lost notification fails the run instead of hanging.

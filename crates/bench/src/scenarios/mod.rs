@@ -102,6 +102,33 @@ pub struct Outcome {
     pub plots: Vec<PathBuf>,
 }
 
+/// Title and axis labels of a scenario's chart.
+pub struct Chart<'a> {
+    pub title: &'a str,
+    pub x: &'a str,
+    pub y: &'a str,
+}
+
+impl Outcome {
+    /// The outcome of a scenario with one chart, drawn from `series` as `<name>.png`.
+    pub fn charted(
+        ctx: &Context,
+        name: &str,
+        chart: Chart<'_>,
+        series: &[Series],
+        rows: Vec<Row>,
+        details: serde_json::Map<String, serde_json::Value>,
+    ) -> anyhow::Result<Outcome> {
+        let path = ctx.plot_path(name);
+        crate::plot::line_chart(&path, chart.title, chart.x, chart.y, series)?;
+        Ok(Outcome {
+            rows,
+            details: serde_json::Value::Object(details),
+            plots: vec![path],
+        })
+    }
+}
+
 /// The thesis's payload for create benchmarks (Fig. 5.1: 281-byte znodes).
 pub const PAYLOAD_281: usize = 281;
 

@@ -1,8 +1,8 @@
 //! Persistence scenarios: snapshot cost (thesis Table A.4) and restart.
 
 use super::{
-    create_request, durable_settings, ensure_node, launch, row, target_dir, Context, Outcome,
-    PAYLOAD_281,
+    create_request, durable_settings, ensure_node, launch, row, target_dir, Chart, Context,
+    Outcome, PAYLOAD_281,
 };
 use crate::load::{self, LoadSpec};
 use crate::report::Row;
@@ -85,7 +85,6 @@ pub fn snapshot(ctx: &Context) -> anyhow::Result<Outcome> {
         }));
         let _ = std::fs::remove_dir_all(&dir);
     }
-    let path = ctx.plot_path("snapshot");
     let series = [
         crate::plot::Series {
             name: "meerkat: write".into(),
@@ -96,18 +95,12 @@ pub fn snapshot(ctx: &Context) -> anyhow::Result<Outcome> {
             points: load_points,
         },
     ];
-    crate::plot::line_chart(
-        &path,
-        "snapshot: time against znode count (300-byte znodes)",
-        "znodes",
-        "milliseconds",
-        &series,
-    )?;
-    Ok(Outcome {
-        rows,
-        details: serde_json::Value::Object(details),
-        plots: vec![path],
-    })
+    let chart = Chart {
+        title: "snapshot: time against znode count (300-byte znodes)",
+        x: "znodes",
+        y: "milliseconds",
+    };
+    Outcome::charted(ctx, "snapshot", chart, &series, rows, details)
 }
 
 /// Per target: fill the server with `n` znodes of 300 bytes, measure a synchronous client's
@@ -128,19 +121,12 @@ pub async fn restart(ctx: &Context) -> anyhow::Result<Outcome> {
         rows.extend(r);
         details.insert(n.to_string(), d);
     }
-    let path = ctx.plot_path("restart");
-    crate::plot::line_chart(
-        &path,
-        "restart: time until serving again",
-        "znodes",
-        "milliseconds",
-        &series,
-    )?;
-    Ok(Outcome {
-        rows,
-        details: serde_json::Value::Object(details),
-        plots: vec![path],
-    })
+    let chart = Chart {
+        title: "restart: time until serving again",
+        x: "znodes",
+        y: "milliseconds",
+    };
+    Outcome::charted(ctx, "restart", chart, &series, rows, details)
 }
 
 async fn restart_one(ctx: &Context, n: usize) -> anyhow::Result<(Vec<Row>, serde_json::Value)> {

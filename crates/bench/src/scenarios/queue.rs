@@ -4,8 +4,8 @@
 //! won). Measured: messages consumed per second, and the time from listing to taking one.
 
 use super::{
-    create_request, durable_settings, ensure_node, launch, row, target_dir, Context, Outcome,
-    PAYLOAD_281,
+    create_request, durable_settings, ensure_node, launch, row, target_dir, Chart, Context,
+    Outcome, PAYLOAD_281,
 };
 use crate::load::{self, ClientResult};
 use crate::wire::Session;
@@ -65,19 +65,12 @@ pub async fn queue(ctx: &Context) -> anyhow::Result<Outcome> {
         }
         rows.extend([consumed, p99]);
     }
-    let path = ctx.plot_path("queue");
-    crate::plot::line_chart(
-        &path,
-        "queue: sequential-znode message queue",
-        "producers + consumers",
-        "messages consumed per second",
-        &series,
-    )?;
-    Ok(Outcome {
-        rows,
-        details: serde_json::Value::Object(details),
-        plots: vec![path],
-    })
+    let chart = Chart {
+        title: "queue: sequential-znode message queue",
+        x: "producers + consumers",
+        y: "messages consumed per second",
+    };
+    Outcome::charted(ctx, "queue", chart, &series, rows, details)
 }
 
 async fn produce(mut session: Session, window: (Instant, Instant)) -> anyhow::Result<ClientResult> {

@@ -1,6 +1,6 @@
 //! Read scenarios.
 
-use super::{each_target, load_rows, timeline_cases, Context, Outcome, PAYLOAD_281};
+use super::{each_target, load_rows, timeline_cases, Chart, Context, Outcome, PAYLOAD_281};
 use crate::load::MakeRequest;
 use proto::request::Request;
 use proto::{PathAndWatch, SetDataRequest};
@@ -61,17 +61,10 @@ pub async fn read_ratio(ctx: &Context) -> anyhow::Result<Outcome> {
         }
         rows.extend(load_rows(&case, &results).into_iter().take(1));
     }
-    let path = ctx.plot_path("read-ratio");
-    crate::plot::line_chart(
-        &path,
-        "read-ratio: saturated clients, 1 KB, standalone",
-        "percentage of reads",
-        "operations per second",
-        &series,
-    )?;
-    Ok(Outcome {
-        rows,
-        details: serde_json::Value::Object(details),
-        plots: vec![path],
-    })
+    let chart = Chart {
+        title: "read-ratio: saturated clients, 1 KB, standalone",
+        x: "percentage of reads",
+        y: "operations per second",
+    };
+    Outcome::charted(ctx, "read-ratio", chart, &series, rows, details)
 }

@@ -1,6 +1,6 @@
 //! Write scenarios, all with forceSync=yes: every acknowledged write is on disk.
 
-use super::{create_request, row, timeline_cases, Context, Outcome, PAYLOAD_281};
+use super::{create_request, row, timeline_cases, Chart, Context, Outcome, PAYLOAD_281};
 use crate::load::{self, MakeRequest};
 use crate::target::Target;
 use std::sync::Arc;
@@ -91,19 +91,12 @@ pub async fn create_latency(ctx: &Context) -> anyhow::Result<Outcome> {
         }
         rows.extend([mean, rate]);
     }
-    let path = ctx.plot_path("create-latency");
-    crate::plot::line_chart(
-        &path,
-        "create-latency: synchronous create, asynchronous delete",
-        "workers",
-        "mean create latency (ms)",
-        &series,
-    )?;
-    Ok(Outcome {
-        rows,
-        details: serde_json::Value::Object(details),
-        plots: vec![path],
-    })
+    let chart = Chart {
+        title: "create-latency: synchronous create, asynchronous delete",
+        x: "workers",
+        y: "mean create latency (ms)",
+    };
+    Outcome::charted(ctx, "create-latency", chart, &series, rows, details)
 }
 
 /// Thesis Fig. 5.5: the servers' CPU use under 60 synchronous creating clients, and writes per
@@ -161,19 +154,13 @@ pub async fn cpu(ctx: &Context) -> anyhow::Result<Outcome> {
         });
         details.insert(target.name().into(), serde_json::json!({ "load": result, "server_cpu_seconds": used, "wall_seconds": wall, "cpu_timeline": samples }));
     }
-    let path = ctx.plot_path("cpu");
-    crate::plot::line_chart(
-        &path,
-        "cpu: server CPU under 60 synchronous clients",
-        "time (s)",
-        "CPU cores used",
-        &series,
-    )?;
-    Ok(Outcome {
-        rows: vec![rate, cores, per_cpu, generator],
-        details: serde_json::Value::Object(details),
-        plots: vec![path],
-    })
+    let chart = Chart {
+        title: "cpu: server CPU under 60 synchronous clients",
+        x: "time (s)",
+        y: "CPU cores used",
+    };
+    let rows = vec![rate, cores, per_cpu, generator];
+    Outcome::charted(ctx, "cpu", chart, &series, rows, details)
 }
 
 /// CPU cores used by `pid`, sampled each half second.
