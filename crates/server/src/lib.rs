@@ -20,6 +20,7 @@ pub mod limits;
 pub mod listener;
 pub mod peers;
 mod reads;
+pub mod replication;
 mod replies;
 pub mod session_tracker;
 pub mod stats;
