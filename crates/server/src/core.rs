@@ -98,22 +98,49 @@ enum Parked {
 }
 
 /// Where a write's reply goes once its transaction is applied.
-struct ReplyTo {
-    conn: ConnId,
-    xid: i32,
+pub(crate) struct ReplyTo {
+    pub conn: ConnId,
+    pub xid: i32,
     op: OpCode,
     received: Instant,
     /// For multi: the op code of each sub-request, to encode create vs create2 results.
     multi_ops: Vec<OpCode>,
+    /// For sync: the path the reply echoes.
+    sync_path: String,
+}
+
+impl ReplyTo {
+    pub(crate) fn is_sync(&self) -> bool {
+        self.op == OpCode::Sync
+    }
+
+    pub(crate) fn new(conn: ConnId, xid: i32, request: &Request, received: Instant) -> ReplyTo {
+        let multi_ops = match request {
+            Request::Multi(ops) => ops.iter().map(MultiOp::op_code).collect(),
+            _ => Vec::new(),
+        };
+        let sync_path = match request {
+            Request::Sync(r) => r.path.clone(),
+            _ => String::new(),
+        };
+        ReplyTo {
+            conn,
+            xid,
+            op: request.op_code(),
+            received,
+            multi_ops,
+            sync_path,
+        }
+    }
 }
 
 pub struct Core {
     pub(crate) config: Arc<ServerConfig>,
     pub(crate) tree: DataTree,
-    prep: Prep,
+    pub(crate) prep: Prep,
     pub(crate) sessions: SessionTracker,
     /// Session → the connection it is attached to.
-    session_conn: HashMap<i64, ConnId>,
+    pub(crate) session_conn: HashMap<i64, ConnId>,
     pub(crate) watches: WatchManager,
     pub(crate) conns: HashMap<ConnId, Conn>,
     pub(crate) stats: ServerStats,
@@ -133,6 +160,8 @@ pub struct Core {
     /// Set when the log cannot be written: the server stops (fail-stop, as ZooKeeper exits).
     pub(crate) fatal: Option<String>,
     pub(crate) startup: Startup,
+    /// Set when this server is an ensemble member (`server.N` lines); None when standalone.
+    pub(crate) replica: Option<Box<crate::replication::Replica>>,
 }
 
 /// What recovery did at start-up, for mntr.
@@ -189,10 +218,47 @@ impl Core {
             parked_per_conn: HashMap::new(),
             fatal: None,
             startup,
+            replica: None,
         }
     }
 
-    fn now_ms(&self) -> u64 {
+    /// Makes this server an ensemble member driven by `replica`'s Zab core.
+    pub(crate) fn join_ensemble(&mut self, replica: crate::replication::Replica) {
+        let me = replica.me();
+        self.sessions = SessionTracker::new(self.config.tick_time_ms, me as u8, wall_ms());
+        for (&session_id, &timeout_ms) in self.tree.sessions() {
+            self.sessions.add(session_id, timeout_ms.max(0) as u32, 0);
+        }
+        self.replica = Some(Box::new(replica));
+        self.run_zab();
+    }
+
+    /// Replaces the whole tree (a snapshot from the leader); sessions follow the new tree.
+    pub(crate) fn replace_tree(&mut self, tree: DataTree) {
+        self.tree = tree;
+        self.prep = Prep::default();
+        self.last_zxid = self.tree.last_processed_zxid();
+        self.reset_session_expiry();
+    }
+
+    /// Every session of the tree, each with a full timeout from now.
+    pub(crate) fn reset_session_expiry(&mut self) {
+        let now = self.now_ms();
+        let known: Vec<(i64, i32)> = self.tree.sessions().iter().map(|(&s, &t)| (s, t)).collect();
+        let tracked: Vec<i64> = self
+            .sessions
+            .buckets()
+            .flat_map(|(_, set)| set.iter().copied())
+            .collect();
+        for s in tracked {
+            self.sessions.remove(s);
+        }
+        for (s, t) in known {
+            self.sessions.add(s, t.max(0) as u32, now);
+        }
+    }
+
+    pub(crate) fn now_ms(&self) -> u64 {
         self.started.elapsed().as_millis() as u64
     }
 
@@ -246,7 +312,7 @@ impl Core {
         }
     }
 
-    fn close_conn(&mut self, conn: ConnId) {
+    pub(crate) fn close_conn(&mut self, conn: ConnId) {
         if let Some(c) = self.conns.get(&conn) {
             c.handle.send(Outbound::Close);
         }
@@ -275,6 +341,13 @@ impl Core {
             timeout_ms: 0,
         };
         self.conns.insert(conn, c);
+        if let Some(replica) = self.replica.as_deref() {
+            if !replica.serving {
+                tracing::info!(conn, %peer, role = replica.role_name(), "refusing a client: this server is not serving until a leader is established");
+                self.close_conn(conn);
+                return;
+            }
+        }
         if req.last_zxid_seen > self.last_zxid() {
             tracing::info!(conn, %peer, client_zxid = format!("0x{:x}", req.last_zxid_seen), our_zxid = format!("0x{:x}", self.last_zxid()),
                 "refusing session: client has seen a newer zxid than this server");
@@ -287,7 +360,11 @@ impl Core {
         );
         let timeout_ms = (req.timeout_ms.max(0) as u32).clamp(min, max.max(min));
         if req.session_id == 0 {
-            self.create_session(conn, timeout_ms, req.read_only);
+            if self.replica.is_some() {
+                self.ensemble_create_session(conn, timeout_ms, req.read_only);
+            } else {
+                self.create_session(conn, timeout_ms, req.read_only);
+            }
         } else {
             self.reattach_session(conn, req, timeout_ms);
         }
@@ -318,7 +395,9 @@ impl Core {
 
     fn reattach_session(&mut self, conn: ConnId, req: ConnectRequest, timeout_ms: u32) {
         let session_id = req.session_id;
-        let known = self.tree.sessions().contains_key(&session_id);
+        // In an ensemble the leader decides whether the session lives (this server may not
+        // have applied its creation yet).
+        let known = self.replica.is_some() || self.tree.sessions().contains_key(&session_id);
         if !known || req.passwd != session_password(session_id) {
             tracing::info!(
                 conn,
@@ -326,17 +405,39 @@ impl Core {
                 known,
                 "invalid session or password: replying expired"
             );
-            let expired = ConnectResponse {
-                protocol_version: 0,
-                timeout_ms: 0,
-                session_id: 0,
-                passwd: vec![0; 16],
-                read_only: req.read_only.map(|_| false),
-            };
-            self.send(conn, connect_frame(&expired), false);
-            self.close_conn(conn);
+            self.reply_expired(conn, req.read_only);
             return;
         }
+        if self.replica.is_some() {
+            self.ensemble_reattach(conn, session_id, timeout_ms, req.read_only);
+            return;
+        }
+        self.sessions.set_timeout(session_id, timeout_ms);
+        self.sessions.touch(session_id, self.now_ms());
+        self.attach_moved(conn, session_id, timeout_ms, req.read_only);
+    }
+
+    /// The connect response for a session that does not exist (any more), then close.
+    pub(crate) fn reply_expired(&mut self, conn: ConnId, read_only: Option<bool>) {
+        let expired = ConnectResponse {
+            protocol_version: 0,
+            timeout_ms: 0,
+            session_id: 0,
+            passwd: vec![0; 16],
+            read_only: read_only.map(|_| false),
+        };
+        self.send(conn, connect_frame(&expired), false);
+        self.close_conn(conn);
+    }
+
+    /// Attaches an existing session to `conn`, closing the connection it was attached to.
+    pub(crate) fn attach_moved(
+        &mut self,
+        conn: ConnId,
+        session_id: i64,
+        timeout_ms: u32,
+        read_only: Option<bool>,
+    ) {
         if let Some(old) = self.session_conn.get(&session_id).copied() {
             if old != conn {
                 tracing::info!(
@@ -349,12 +450,16 @@ impl Core {
                 self.close_conn(old);
             }
         }
-        self.sessions.set_timeout(session_id, timeout_ms);
-        self.sessions.touch(session_id, self.now_ms());
-        self.attach(conn, session_id, timeout_ms, req.read_only);
+        self.attach(conn, session_id, timeout_ms, read_only);
     }
 
-    fn attach(&mut self, conn: ConnId, session_id: i64, timeout_ms: u32, read_only: Option<bool>) {
+    pub(crate) fn attach(
+        &mut self,
+        conn: ConnId,
+        session_id: i64,
+        timeout_ms: u32,
+        read_only: Option<bool>,
+    ) {
         self.session_conn.insert(session_id, conn);
         if let Some(c) = self.conns.get_mut(&conn) {
             c.session_id = Some(session_id);
@@ -390,6 +495,9 @@ impl Core {
         }
         self.detach(conn);
         self.conns.remove(&conn);
+        if let Some(replica) = self.replica.as_deref_mut() {
+            replica.queues.remove(&conn);
+        }
     }
 
     // ---- requests -------------------------------------------------------------------------
@@ -411,6 +519,7 @@ impl Core {
         };
         self.stats.packets_received += 1;
         self.sessions.touch(session_id, self.now_ms());
+        self.note_session_activity(session_id);
         let zxid = self.last_zxid();
         if let Some(c) = self.conns.get_mut(&conn) {
             c.stats.packets_received += 1;
@@ -448,7 +557,13 @@ impl Core {
             );
             return;
         }
-        if request.is_write() {
+        if self.replica.is_some() {
+            if request.is_write() || matches!(request, Request::Sync(_)) {
+                self.ensemble_write(conn, session_id, xid, request, received);
+            } else {
+                self.ensemble_read(conn, xid, request, received);
+            }
+        } else if request.is_write() {
             self.submit_write(conn, session_id, xid, request, received);
         } else if self.parked_per_conn.contains_key(&conn) {
             *self.parked_per_conn.entry(conn).or_default() += 1;
@@ -494,7 +609,7 @@ impl Core {
         self.last_zxid
     }
 
-    fn system_context(&self, session_id: i64, zxid: i64) -> PrepContext<'static> {
+    pub(crate) fn system_context(&self, session_id: i64, zxid: i64) -> PrepContext<'static> {
         PrepContext {
             session_id,
             cxid: 0,
@@ -528,17 +643,7 @@ impl Core {
             extended_types_enabled: self.config.extended_types_enabled,
         };
         let txn = self.prep.prepare(&self.tree, &ctx, &request);
-        let multi_ops = match &request {
-            Request::Multi(ops) => ops.iter().map(MultiOp::op_code).collect(),
-            _ => Vec::new(),
-        };
-        let reply = ReplyTo {
-            conn,
-            xid,
-            op: request.op_code(),
-            received,
-            multi_ops,
-        };
+        let reply = ReplyTo::new(conn, xid, &request, received);
         self.commit(txn, AfterApply::Reply(reply));
     }
 
@@ -627,7 +732,7 @@ impl Core {
         }
     }
 
-    fn apply(&mut self, txn: Txn, reply: Option<ReplyTo>) {
+    pub(crate) fn apply(&mut self, txn: Txn, reply: Option<ReplyTo>) {
         let zxid = txn.header.zxid;
         let mut triggers = Vec::new();
         let outcome = self.tree.apply(&txn, &mut triggers);
@@ -670,6 +775,10 @@ impl Core {
 
     fn reply_write(&mut self, reply: ReplyTo, zxid: i64, outcome: TxnOutcome) {
         let (err, body) = match outcome {
+            // An ensemble's sync is a no-op transaction; its answer echoes the path.
+            TxnOutcome::Error(ErrorCode::Ok) if reply.op == OpCode::Sync => {
+                (0, Some(Response::Sync(reply.sync_path.clone())))
+            }
             TxnOutcome::Error(code) => (code.code(), None),
             TxnOutcome::Created { path, stat } => match reply.op {
                 OpCode::Create => (0, Some(Response::Create(path))),
@@ -711,7 +820,13 @@ impl Core {
 
     // ---- reads ----------------------------------------------------------------------------
 
-    fn handle_read(&mut self, conn: ConnId, xid: i32, request: Request, received: Instant) {
+    pub(crate) fn handle_read(
+        &mut self,
+        conn: ConnId,
+        xid: i32,
+        request: Request,
+        received: Instant,
+    ) {
         let zxid = self.last_zxid();
         if let Request::Auth(packet) = &request {
             return self.handle_auth(conn, xid, packet, received);
@@ -791,6 +906,21 @@ impl Core {
     /// containers and expired TTL nodes.
     pub fn tick(&mut self) {
         let now = self.now_ms();
+        if let Some(replica) = self.replica.as_deref() {
+            // Only an established leader expires sessions and removes containers.
+            if replica.is_leader() && replica.serving {
+                let expired = self
+                    .sessions
+                    .take_expired(now, crate::limits::EXPIRIES_PER_TICK_MAX);
+                self.ensemble_expire(expired);
+                if now >= self.next_container_check_ms {
+                    self.next_container_check_ms =
+                        now + self.config.container_check_interval_ms.max(1);
+                    self.check_containers();
+                }
+            }
+            return;
+        }
         for session_id in self
             .sessions
             .take_expired(now, crate::limits::EXPIRIES_PER_TICK_MAX)
@@ -845,6 +975,10 @@ impl Core {
             / 60_000)
             .max(1);
         for p in candidates.into_iter().take(per_check as usize) {
+            if self.replica.is_some() {
+                self.submit_work(crate::replication::Work::DeleteContainer { path: p });
+                continue;
+            }
             let zxid = self.next_zxid();
             let ctx = self.system_context(0, zxid);
             let txn = self.prep.prepare_delete_container(&self.tree, &ctx, &p);

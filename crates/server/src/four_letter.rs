@@ -17,6 +17,9 @@ const COMMANDS: [&str; 18] = [
 ];
 
 /// The command named by a connection's first four bytes, if they are one.
+/// ZooKeeper's answer when the server is not running (no leader, or stopping).
+const NOT_SERVING: &str = "This ZooKeeper instance is not currently serving requests\n";
+
 pub fn command_in(first: &[u8]) -> Option<&'static str> {
     COMMANDS.iter().copied().find(|c| c.as_bytes() == first)
 }
@@ -42,7 +45,7 @@ pub async fn serve(
         };
         match shared.core_tx.send(msg).await {
             Ok(()) => rx.await.unwrap_or_default(),
-            Err(_) => "This ZooKeeper instance is not currently serving requests\n".to_string(),
+            Err(_) => NOT_SERVING.to_string(),
         }
     };
     let _ = wr.write_all(text.as_bytes()).await;
@@ -51,6 +54,14 @@ pub async fn serve(
 
 /// Runs a command against the core's state.
 pub fn run(core: &mut Core, cmd: &str, asker: std::net::SocketAddr) -> String {
+    // An ensemble member between leaders has no state to report, as in ZooKeeper.
+    let needs_serving = matches!(
+        cmd,
+        "srvr" | "stat" | "mntr" | "cons" | "dump" | "wchs" | "wchc" | "wchp" | "hash"
+    );
+    if needs_serving && core.replica.as_ref().is_some_and(|r| !r.serving) {
+        return NOT_SERVING.to_string();
+    }
     match cmd {
         "srvr" => srvr(core, None),
         "stat" => srvr(core, Some(asker)),
@@ -116,9 +127,31 @@ fn srvr(core: &Core, asker: Option<std::net::SocketAddr>) -> String {
     let _ = writeln!(out, "Connections: {}", core.conns.len());
     let _ = writeln!(out, "Outstanding: {}", (core.outstanding)());
     let _ = writeln!(out, "Zxid: 0x{:x}", core.last_zxid());
-    out.push_str("Mode: standalone\n");
+    let _ = writeln!(out, "Mode: {}", server_state(core));
     let _ = writeln!(out, "Node count: {}", node_count(core));
+    if let Some(r) = core.replica.as_ref().filter(|r| r.is_leader()) {
+        let s = &r.stats;
+        let (min, max) = if s.proposals == 0 {
+            (-1, -1)
+        } else {
+            (s.min_proposal_bytes as i64, s.max_proposal_bytes as i64)
+        };
+        let last = if s.proposals == 0 {
+            -1
+        } else {
+            s.last_proposal_bytes as i64
+        };
+        let _ = writeln!(out, "Proposal sizes last/min/max: {last}/{min}/{max}");
+    }
     out
+}
+
+/// `standalone`, or the member's role as ZooKeeper names it.
+fn server_state(core: &Core) -> &'static str {
+    match core.replica.as_ref() {
+        None => "standalone",
+        Some(r) => r.role_name(),
+    }
 }
 
 /// ZooKeeper counts the root twice (its node map holds "" and "/").
@@ -130,7 +163,7 @@ fn mntr(core: &Core) -> String {
     let l = &core.stats.latency;
     let mut lines: Vec<(&str, String)> = vec![
         ("zk_version", version_line()),
-        ("zk_server_state", "standalone".into()),
+        ("zk_server_state", server_state(core).into()),
         ("zk_avg_latency", format!("{:.4}", l.avg())),
         ("zk_max_latency", l.max_ms.to_string()),
         ("zk_min_latency", l.min_ms.to_string()),
@@ -153,9 +186,6 @@ fn mntr(core: &Core) -> String {
         ),
         ("zk_global_sessions", core.session_count().to_string()),
         ("zk_local_sessions", "0".into()),
-        ("zk_last_proposal_size", "-1".into()),
-        ("zk_max_proposal_size", "-1".into()),
-        ("zk_min_proposal_size", "-1".into()),
         ("zk_uptime", core.uptime_ms().to_string()),
         ("zk_connection_drop_probability", "0.0".into()),
         (
@@ -168,6 +198,7 @@ fn mntr(core: &Core) -> String {
             .into(),
         ),
     ];
+    lines.extend(ensemble_metrics(core));
     lines.extend(storage_metrics(core));
     if let Some((open, max)) = file_descriptor_counts() {
         lines.push(("zk_open_file_descriptor_count", open.to_string()));
@@ -177,6 +208,55 @@ fn mntr(core: &Core) -> String {
         .into_iter()
         .map(|(k, v)| format!("{k}\t{v}\n"))
         .collect()
+}
+
+/// A leader's learners and proposals, and every member's view of its ensemble, under
+/// ZooKeeper's names (`zk_learners`, `zk_synced_followers`, `zk_pending_syncs`, …).
+fn ensemble_metrics(core: &Core) -> Vec<(&'static str, String)> {
+    let Some(r) = core.replica.as_ref() else {
+        return vec![
+            ("zk_last_proposal_size", "-1".into()),
+            ("zk_max_proposal_size", "-1".into()),
+            ("zk_min_proposal_size", "-1".into()),
+        ];
+    };
+    let s = &r.stats;
+    let sized = |v: usize| {
+        if s.proposals == 0 {
+            "-1".to_string()
+        } else {
+            v.to_string()
+        }
+    };
+    let mut lines = vec![
+        ("zk_last_proposal_size", sized(s.last_proposal_bytes)),
+        ("zk_max_proposal_size", sized(s.max_proposal_bytes)),
+        ("zk_min_proposal_size", sized(s.min_proposal_bytes)),
+        ("zk_pending_syncs", r.pending_syncs().to_string()),
+        ("zk_quorum_size", r.zab.config().quorum_size().to_string()),
+        ("zk_current_epoch", r.zab.current_epoch().to_string()),
+        ("zk_accepted_epoch", r.zab.accepted_epoch().to_string()),
+        ("zk_election_count", s.elections.to_string()),
+        ("zk_last_election_ms", s.last_election_ms.to_string()),
+        ("zk_digest_checks", s.digest_checks.to_string()),
+        ("zk_forwarded_requests", s.forwarded.to_string()),
+    ];
+    if r.is_leader() {
+        let learners = r.zab.learners();
+        let synced = |observer: bool| {
+            learners
+                .iter()
+                .filter(|l| l.synced && l.observer == observer)
+                .count()
+                .to_string()
+        };
+        lines.push(("zk_learners", learners.len().to_string()));
+        lines.push(("zk_synced_followers", synced(false)));
+        lines.push(("zk_synced_non_voting_followers", "0".into()));
+        lines.push(("zk_synced_observers", synced(true)));
+        lines.push(("zk_proposal_backlog", r.backlog.len().to_string()));
+    }
+    lines
 }
 
 /// Storage figures under the names ZooKeeper's mntr uses for them (its `fsynctime` and

@@ -81,35 +81,43 @@ pub enum StartError {
     Storage(#[from] storage::StorageError),
     #[error("{0}")]
     Lock(#[from] storage::lock::LockError),
-    #[error(
-        "the configuration lists {0} ensemble members (server.N lines), but this build of meerkat \
-         runs standalone only; starting it would give {0} independent servers that each accept \
-         writes. Remove the server.N lines to run one standalone server"
-    )]
-    EnsembleNotSupported(usize),
+    #[error("{0}")]
+    Membership(#[from] replication::MembershipError),
+    #[error("cannot listen for ensemble peers on {address}: {source}")]
+    PeerListen {
+        address: SocketAddr,
+        source: std::io::Error,
+    },
+    #[error("cannot start Zab: {0}")]
+    Zab(#[from] zab::ZabError),
 }
 
 /// What persistence reports to the core from its writer thread.
 #[derive(Debug, Clone, Default)]
-struct LogProgress {
-    durable_zxid: i64,
-    failure: Option<String>,
+pub(crate) struct LogProgress {
+    pub durable_zxid: i64,
+    pub failure: Option<String>,
 }
 
 /// Recovers the data dir, binds the client port and starts serving. Must be called inside a
 /// tokio runtime.
 pub async fn start(config: ServerConfig) -> Result<RunningServer, StartError> {
-    // Several members started as standalone servers would each take writes: refuse.
-    let members = config.servers.len();
-    if members >= 2 {
-        return Err(StartError::EnsembleNotSupported(members));
-    }
+    // Two or more server.N lines make an ensemble; otherwise standalone, as in ZooKeeper.
+    let membership = if config.servers.len() >= 2 {
+        Some(replication::Membership::read(&config)?)
+    } else {
+        None
+    };
     let config = Arc::new(config);
     let layout = storage::Layout::new(&config.data_dir, &config.data_log_dir);
     let locks = storage::lock::DataDirLock::acquire_all(&[&layout.snap_dir, &layout.wal_dir])?;
     let (progress_tx, progress_rx) = tokio::sync::watch::channel(LogProgress::default());
     let progress_tx = Arc::new(progress_tx);
-    let options = persistence_options(&config, layout);
+    let mut options = persistence_options(&config, layout);
+    if membership.is_some() {
+        // The log may end with proposals that were never committed: Zab decides.
+        options.replay = storage::Replay::Collect;
+    }
     let recovery_started = std::time::Instant::now();
     let (persistence, recovered) = {
         let (durable_tx, failure_tx) = (progress_tx.clone(), progress_tx.clone());
@@ -134,7 +142,10 @@ pub async fn start(config: ServerConfig) -> Result<RunningServer, StartError> {
     };
     let load_ms = recovery_started.elapsed().as_millis() as u64;
     log_recovery(&recovered, load_ms);
-    let address = config.client_address();
+    let address = membership
+        .as_ref()
+        .and_then(|m| m.client)
+        .unwrap_or_else(|| config.client_address());
     let listener = TcpListener::bind(address)
         .await
         .map_err(|source| StartError::Listen { address, source })?;
@@ -152,7 +163,11 @@ pub async fn start(config: ServerConfig) -> Result<RunningServer, StartError> {
     });
     let permits = global_permits.clone();
     let outstanding = Arc::new(move || global_limit.saturating_sub(permits.available_permits()));
-    let core = Core::new(
+    let boot = membership
+        .as_ref()
+        .map(|_| zab_boot(&persistence, &recovered))
+        .transpose()?;
+    let mut core = Core::new(
         config.clone(),
         global_permits,
         outstanding,
@@ -160,10 +175,52 @@ pub async fn start(config: ServerConfig) -> Result<RunningServer, StartError> {
         recovered,
         load_ms,
     );
+    let mut peer_rx = None;
+    if let (Some(membership), Some(boot)) = (membership, boot) {
+        let (peer_tx, rx) = mpsc::channel(limits::PEER_EVENTS_QUEUE_LEN_MAX);
+        let transport_config = membership.transport();
+        let transport = peers::Transport::start(transport_config.clone(), peer_tx)
+            .await
+            .map_err(|source| StartError::PeerListen {
+                address: transport_config.listen,
+                source,
+            })?;
+        let clock = std::time::Instant::now();
+        // Room for every server's clients' writes in flight, so the backlog rarely forms.
+        let in_flight = config.global_outstanding_limit.max(1) as usize * membership.members();
+        let zab_config = membership.zab_config(config.tick_time_ms, in_flight);
+        tracing::info!(
+            me = membership.me,
+            voters = ?zab_config.voters,
+            observers = ?zab_config.observers,
+            peers = %transport.local_addr,
+            accepted_epoch = boot.accepted_epoch,
+            current_epoch = boot.current_epoch,
+            logged = boot.log.len(),
+            "joining the ensemble"
+        );
+        let zab = zab::Zab::new(zab_config, boot, 0)?;
+        let replica = replication::Replica::new(
+            zab,
+            transport,
+            membership,
+            clock,
+            in_flight * 4 + 1024,
+            progress_tx.clone(),
+        );
+        core.join_ensemble(replica);
+        peer_rx = Some(rx);
+    }
+    let mode = if peer_rx.is_some() {
+        "ensemble"
+    } else {
+        "standalone"
+    };
     let core_task = tokio::spawn(run_core(
         core,
         core_rx,
         progress_rx,
+        peer_rx,
         config.tick_time_ms,
         locks,
     ));
@@ -174,7 +231,7 @@ pub async fn start(config: ServerConfig) -> Result<RunningServer, StartError> {
     ));
     tracing::info!(
         address = %client_address,
-        mode = "standalone",
+        mode,
         durability = if config.force_sync { "durable" } else { "durable, forceSync=no (NOT crash-safe)" },
         data_dir = %config.data_dir.display(),
         data_log_dir = %config.data_log_dir.display(),
@@ -205,6 +262,42 @@ fn persistence_options(
     }
 }
 
+/// What Zab needs from disk: the epochs, and the log after the snapshot, unapplied.
+fn zab_boot(
+    persistence: &storage::Persistence,
+    recovered: &storage::Recovered,
+) -> Result<zab::Boot, StartError> {
+    let epochs = persistence.epochs()?;
+    let log = recovered
+        .log
+        .iter()
+        .map(|txn| {
+            Arc::new(zab::Entry {
+                zxid: zab::Zxid::from_i64(txn.header.zxid),
+                txn: txn.clone(),
+                digest: None,
+            })
+        })
+        .collect();
+    Ok(zab::Boot {
+        accepted_epoch: epochs.accepted,
+        current_epoch: epochs.current,
+        snapshot_zxid: zab::Zxid::from_i64(recovered.tree.last_processed_zxid()),
+        log,
+        // A durable member keeps what it acknowledged; amnesia is the diskless mode's case.
+        amnesia: false,
+        incarnation: incarnation(),
+    })
+}
+
+/// A number unique to this boot of this server.
+fn incarnation() -> u64 {
+    let nanos = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| d.as_nanos() as u64);
+    nanos ^ (u64::from(std::process::id()) << 40)
+}
+
 fn log_recovery(recovered: &storage::Recovered, load_ms: u64) {
     for (path, why) in &recovered.skipped_snapshots {
         tracing::error!(path = %path.display(), why, "a damaged snapshot was skipped");
@@ -232,6 +325,7 @@ async fn run_core(
     mut core: Core,
     mut rx: mpsc::Receiver<CoreMsg>,
     mut progress: tokio::sync::watch::Receiver<LogProgress>,
+    mut peer_rx: Option<mpsc::Receiver<peers::PeerEvent>>,
     tick_ms: u32,
     _locks: storage::lock::DataDirLock,
 ) -> Result<(), String> {
@@ -239,6 +333,10 @@ async fn run_core(
         u64::from(tick_ms.clamp(1, 1000)) / 2 + 1,
     ));
     tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+    // Zab's timers (election re-sends, pings, limits) need a finer clock than the tick.
+    let mut zab_tick = tokio::time::interval(limits::ZAB_TICK);
+    zab_tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+    let ensemble = peer_rx.is_some();
     loop {
         tokio::select! {
             biased;
@@ -247,20 +345,36 @@ async fn run_core(
                     core.fail("the log writer stopped".into());
                 } else {
                     let report = progress.borrow_and_update().clone();
-                    core.on_durable(report.durable_zxid);
+                    if ensemble {
+                        core.on_log_durable(report.durable_zxid);
+                    } else {
+                        core.on_durable(report.durable_zxid);
+                    }
                     if let Some(failure) = report.failure {
                         core.fail(failure);
                     }
                 }
             }
+            Some(event) = next_peer_event(&mut peer_rx) => core.on_peer_event(event),
             msg = rx.recv() => match msg {
                 Some(msg) => core.handle(msg),
                 None => return Ok(()),
             },
+            _ = zab_tick.tick(), if ensemble => core.replica_tick(),
             _ = tick.tick() => core.tick(),
         }
         if let Some(fatal) = core.fatal.take() {
             return Err(fatal);
         }
+    }
+}
+
+/// The next event of the peer transport; pending forever for a standalone server.
+async fn next_peer_event(
+    rx: &mut Option<mpsc::Receiver<peers::PeerEvent>>,
+) -> Option<peers::PeerEvent> {
+    match rx {
+        Some(rx) => rx.recv().await,
+        None => std::future::pending().await,
     }
 }

@@ -24,3 +24,10 @@ pub const EXPIRIES_PER_TICK_MAX: usize = 10_000;
 pub const WATCHES_PER_CONNECTION_MAX: usize = 1_000_000;
 
 const _: () = assert!(WRITE_BATCH_BYTES_MAX < CONNECTION_OUTBOUND_BYTES_MAX);
+
+/// Peer transport events queued for the core at most; beyond it the peers wait (TCP
+/// backpressure) instead of memory growing.
+pub const PEER_EVENTS_QUEUE_LEN_MAX: usize = 4096;
+
+/// How often an ensemble member drives Zab's timers.
+pub const ZAB_TICK: std::time::Duration = std::time::Duration::from_millis(10);

@@ -164,16 +164,33 @@ async fn a_data_dir_serves_one_server_at_a_time() {
 }
 
 #[tokio::test]
-async fn an_ensemble_config_is_refused_rather_than_run_as_independent_servers() {
+async fn an_ensemble_member_needs_its_myid() {
     let dir = fresh_data_dir();
     let text = format!(
-        "tickTime=2000\ninitLimit=10\nsyncLimit=5\ndataDir={}\nclientPort=2181\nserver.1=127.0.0.1:2888:3888\nserver.2=127.0.0.1:2889:3889\nserver.3=127.0.0.1:2890:3890\n",
+        "tickTime=2000\ninitLimit=10\nsyncLimit=5\ndataDir={}\nclientPort=2181\nclientPortAddress=127.0.0.1\nserver.1=127.0.0.1:2888:3888\nserver.2=127.0.0.1:2889:3889\nserver.3=127.0.0.1:2890:3890\n",
         dir.display()
     );
     let config = server::config::ServerConfig::parse(&text, "zoo.cfg").expect("valid zoo.cfg");
+    match server::start(config.clone()).await {
+        Err(server::StartError::Membership(
+            server::replication::MembershipError::MyIdUnreadable { .. },
+        )) => {}
+        Err(other) => panic!("expected the missing myid to be named, got {other}"),
+        Ok(_) => panic!("an ensemble member started without knowing which one it is"),
+    }
+    std::fs::write(dir.join("myid"), "7\n").expect("write myid");
+    match server::start(config.clone()).await {
+        Err(server::StartError::Membership(server::replication::MembershipError::NotListed(7))) => {
+        }
+        Err(other) => panic!("expected myid 7 to be reported as unlisted, got {other}"),
+        Ok(_) => panic!("a server not in the ensemble started as a member"),
+    }
+    std::fs::write(dir.join("myid"), "one").expect("write myid");
     match server::start(config).await {
-        Err(server::StartError::EnsembleNotSupported(3)) => {}
-        Err(other) => panic!("expected the ensemble refusal, got {other}"),
-        Ok(_) => panic!("an ensemble member started as a standalone server"),
+        Err(server::StartError::Membership(
+            server::replication::MembershipError::MyIdInvalid { .. },
+        )) => {}
+        Err(other) => panic!("expected an invalid myid to be refused, got {other}"),
+        Ok(_) => panic!("a server with a garbled myid started"),
     }
 }

@@ -77,7 +77,34 @@ impl LeaderState {
     }
 }
 
+/// A leader's view of one learner, for operators (`mntr`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct LearnerStatus {
+    pub sid: Sid,
+    pub observer: bool,
+    /// Past NEWLEADER: the learner has the leader's history.
+    pub synced: bool,
+    /// The learner's log is durable up to here.
+    pub acked: Zxid,
+}
+
 impl Zab {
+    /// The learners connected to this leader (empty unless leading).
+    pub fn learners(&self) -> Vec<LearnerStatus> {
+        let RoleState::Leading(l) = &self.role else {
+            return Vec::new();
+        };
+        l.learners
+            .iter()
+            .map(|(&sid, h)| LearnerStatus {
+                sid,
+                observer: h.info.observer,
+                synced: h.phase >= HandlerPhase::NewLeaderAcked,
+                acked: h.acked,
+            })
+            .collect()
+    }
+
     fn leading(&self) -> &LeaderState {
         match &self.role {
             RoleState::Leading(l) => l,

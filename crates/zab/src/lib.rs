@@ -40,6 +40,7 @@ pub use config::PlantedBug;
 pub use config::{Config, Durability, Millis, Sid};
 pub use entry::{Entry, Image, SharedEntry};
 pub use error::{DigestMismatch, ProposeError, ZabError};
+pub use leader::LearnerStatus;
 pub use message::{Message, Notification, PeerState, Vote};
 pub use zab::{Boot, Zab};
 pub use zxid::Zxid;

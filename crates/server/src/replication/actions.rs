@@ -1,0 +1,366 @@
+//! Executing what the Zab core asks, in order (the `zab` crate's contract): sends, epoch
+//! files, log appends and truncations, snapshots, deliveries and role changes.
+//!
+//! Epoch saves, truncation and snapshot saves are synchronous here: they are durable before
+//! the next action runs, because a following send may depend on them (ZAB.md §2).
+
+use super::codec::{self, PeerMessage};
+use super::host_message::HostMessage;
+use super::replica::{Replica, Waiting, DIGEST_CHECKS_MAX};
+use crate::core::Core;
+use proto::txn::TxnBody;
+use proto::Record;
+use std::sync::Arc;
+use storage::Persistence;
+use zab::{Action, Message, Role, SharedEntry, Sid, Zxid};
+
+impl Core {
+    pub(crate) fn replica(&mut self) -> Option<&mut Replica> {
+        self.replica.as_deref_mut()
+    }
+
+    /// Runs Zab's pending actions until there are none, then reacts to a change of serving.
+    pub(crate) fn run_zab(&mut self) {
+        let mut delivered = false;
+        loop {
+            let Some(replica) = self.replica() else {
+                return;
+            };
+            let actions = replica.zab.poll_actions();
+            if actions.is_empty() {
+                break;
+            }
+            for action in actions {
+                delivered |= matches!(action, Action::Deliver(_));
+                self.execute(action);
+                if self.fatal.is_some() {
+                    return;
+                }
+            }
+        }
+        if delivered {
+            self.after_deliveries();
+        }
+        self.update_serving();
+    }
+
+    fn execute(&mut self, action: Action) {
+        let Some(replica) = self.replica.as_deref_mut() else {
+            return;
+        };
+        match action {
+            Action::Send { to, msg } => send(replica, to, &PeerMessage::Zab(msg)),
+            Action::Disconnect { peer } => replica.transport.disconnect(peer),
+            Action::SaveAcceptedEpoch(epoch) => {
+                if let Err(e) = self.persistence.save_accepted_epoch(epoch) {
+                    self.fail(format!("cannot save acceptedEpoch {epoch}: {e}"));
+                }
+            }
+            Action::SaveCurrentEpoch(epoch) => {
+                if let Err(e) = self.persistence.save_current_epoch(epoch) {
+                    self.fail(format!("cannot save currentEpoch {epoch}: {e}"));
+                }
+            }
+            Action::Append(entry) => {
+                if replica.is_leader() {
+                    let bytes = proposal_bytes(&entry);
+                    let s = &mut replica.stats;
+                    s.proposals += 1;
+                    s.last_proposal_bytes = bytes;
+                    s.max_proposal_bytes = s.max_proposal_bytes.max(bytes);
+                    s.min_proposal_bytes = if s.proposals == 1 {
+                        bytes
+                    } else {
+                        s.min_proposal_bytes.min(bytes)
+                    };
+                }
+                if let Err(e) = self.persistence.append(&entry.txn) {
+                    self.fail(format!("cannot append to the transaction log: {e}"));
+                }
+            }
+            Action::Truncate(zxid) => {
+                tracing::info!(
+                    zxid = %zxid,
+                    "truncating the log to the leader's history (TRUNC)"
+                );
+                if let Err(e) = self.persistence.truncate_log_after(zxid.as_i64()) {
+                    self.fail(format!("cannot truncate the log after {zxid}: {e}"));
+                    return;
+                }
+                reset_durable_reports(replica, zxid);
+            }
+            Action::SaveSnapshot { zxid, image } => {
+                tracing::info!(zxid = %zxid, bytes = image.len(), "saving the leader's snapshot (SNAP)");
+                match self.persistence.replace_with_snapshot(&image) {
+                    Ok(tree) if tree.last_processed_zxid() == zxid.as_i64() => {
+                        reset_durable_reports(replica, zxid);
+                        replica.installed = Some((zxid.as_i64(), tree));
+                    }
+                    Ok(tree) => self.fail(format!(
+                        "the leader's snapshot for {zxid} holds {:#x}",
+                        tree.last_processed_zxid()
+                    )),
+                    Err(e) => self.fail(format!("cannot save the leader's snapshot: {e}")),
+                }
+            }
+            Action::SendSnapshot { to, zxid } => {
+                let applied = self.tree.last_processed_zxid();
+                if applied != zxid.as_i64() {
+                    self.fail(format!(
+                        "asked to send a snapshot at {zxid} while the tree is at {applied:#x}"
+                    ));
+                    return;
+                }
+                let started = std::time::Instant::now();
+                let image = Arc::new(Persistence::snapshot_bytes(&self.tree));
+                tracing::info!(peer = to, zxid = %zxid, bytes = image.len(), ms = started.elapsed().as_millis() as u64, "sending a snapshot (SNAP)");
+                if let Some(replica) = self.replica() {
+                    send(
+                        replica,
+                        to,
+                        &PeerMessage::Zab(Message::Snap { zxid, image }),
+                    );
+                }
+            }
+            Action::InstallSnapshot { zxid, image } => self.install_snapshot(zxid, &image),
+            Action::Deliver(entry) => self.deliver(entry),
+            Action::RoleChanged { role, epoch } => self.role_changed(role, epoch),
+            Action::RecoveryComplete => {
+                tracing::info!("caught up with the leader: this server's state is whole again")
+            }
+        }
+    }
+
+    fn install_snapshot(&mut self, zxid: Zxid, image: &[u8]) {
+        let saved = self.replica().and_then(|r| r.installed.take());
+        let tree = match saved {
+            Some((at, tree)) if at == zxid.as_i64() => tree,
+            _ => match storage::snapshot_file::decode_bytes(image) {
+                Ok(loaded) => loaded.tree,
+                Err(e) => {
+                    self.fail(format!("cannot load the leader's snapshot: {e}"));
+                    return;
+                }
+            },
+        };
+        tracing::info!(zxid = %zxid, nodes = tree.node_count(), "installed the leader's snapshot");
+        self.replace_tree(tree);
+    }
+
+    /// Applies a committed transaction and answers whoever here waits for it.
+    fn deliver(&mut self, entry: SharedEntry) {
+        let txn = Arc::unwrap_or_clone(entry).txn;
+        let session_id = txn.header.client_id;
+        let zxid = txn.header.zxid;
+        let created = match &txn.body {
+            TxnBody::CreateSession(c) => Some(c.timeout_ms),
+            _ => None,
+        };
+        let reply = self.waiting_write(session_id, txn.header.cxid);
+        let connect = created.and_then(|_| {
+            self.replica()
+                .and_then(|r| r.connecting.remove(&session_id))
+        });
+        self.apply(txn, reply);
+        if let Some(timeout_ms) = created {
+            self.sessions
+                .add(session_id, timeout_ms.max(0) as u32, self.now_ms());
+        }
+        if let Some(pc) = connect {
+            if self.conns.contains_key(&pc.conn) {
+                self.attach(pc.conn, session_id, pc.timeout_ms, pc.read_only);
+            }
+        }
+        if let Some(conn) = self.session_conn.get(&session_id).copied() {
+            self.answer_waiting_reads(conn);
+        }
+        self.check_digest_at(zxid);
+    }
+
+    /// The head of the session's connection queue, if it is the write with this cxid.
+    fn waiting_write(&mut self, session_id: i64, cxid: i32) -> Option<crate::core::ReplyTo> {
+        let conn = self.session_conn.get(&session_id).copied()?;
+        let queue = self.replica.as_deref_mut()?.queues.get_mut(&conn)?;
+        match queue.front() {
+            Some(Waiting::Write(r)) if r.xid == cxid => match queue.pop_front() {
+                Some(Waiting::Write(r)) => Some(r),
+                _ => None,
+            },
+            _ => None,
+        }
+    }
+
+    /// Answers the reads at the head of a connection's queue, up to its next write.
+    pub(crate) fn answer_waiting_reads(&mut self, conn: crate::watch_manager::ConnId) {
+        loop {
+            let Some(replica) = self.replica.as_deref_mut() else {
+                return;
+            };
+            let Some(queue) = replica.queues.get_mut(&conn) else {
+                return;
+            };
+            if !matches!(queue.front(), Some(Waiting::Read { .. })) {
+                if queue.is_empty() {
+                    replica.queues.remove(&conn);
+                }
+                return;
+            }
+            if let Some(Waiting::Read {
+                xid,
+                request,
+                received,
+            }) = queue.pop_front()
+            {
+                self.handle_read(conn, xid, request, received);
+            }
+        }
+    }
+
+    /// The leader tells its learners its digest after each batch it applied.
+    fn after_deliveries(&mut self) {
+        let zxid = self.tree.last_processed_zxid();
+        let digest = self.tree.digest();
+        let Some(replica) = self.replica() else {
+            return;
+        };
+        if !replica.is_leader() {
+            return;
+        }
+        let peers: Vec<Sid> = replica.membership.peers.keys().copied().collect();
+        let msg = PeerMessage::Host(HostMessage::DigestAt { zxid, digest });
+        for to in peers {
+            send(replica, to, &msg);
+        }
+        // Room in the pipeline may have opened for waiting work.
+        self.drain_backlog();
+    }
+
+    /// A learner records the leader's digest for `zxid` and checks it once applied.
+    pub(crate) fn on_digest_at(&mut self, zxid: i64, digest: u64) {
+        let applied = self.tree.last_processed_zxid();
+        let Some(replica) = self.replica() else {
+            return;
+        };
+        if zxid > applied {
+            if replica.digest_checks.len() >= DIGEST_CHECKS_MAX {
+                replica.digest_checks.pop_front();
+            }
+            replica.digest_checks.push_back((zxid, digest));
+        } else if zxid == applied {
+            replica.digest_checks.push_back((zxid, digest));
+            self.check_digest_at(zxid);
+        }
+    }
+
+    fn check_digest_at(&mut self, zxid: i64) {
+        let local = self.tree.digest();
+        let Some(replica) = self.replica() else {
+            return;
+        };
+        while let Some(&(at, leader)) = replica.digest_checks.front() {
+            if at > zxid {
+                return;
+            }
+            replica.digest_checks.pop_front();
+            if at < zxid {
+                continue;
+            }
+            replica.stats.digest_checks += 1;
+            if leader != local {
+                tracing::error!(
+                    zxid = format!("{zxid:#x}"),
+                    leader = format!("{leader:#x}"),
+                    local = format!("{local:#x}"),
+                    "this server's data tree differs from the leader's after the same \
+                     transactions: it stops serving (restart it with an empty data dir to \
+                     resync from the leader)"
+                );
+                replica.zab.halt("digest mismatch");
+                return;
+            }
+        }
+    }
+
+    fn role_changed(&mut self, role: Role, epoch: u32) {
+        let Some(replica) = self.replica() else {
+            return;
+        };
+        let before = replica.role;
+        replica.role = role;
+        tracing::info!(role = replica.role_name(), epoch, "role changed");
+        if role == Role::Leading {
+            // A new leader owns expiry: every session gets a full timeout from now, as after
+            // a restart; owners are learned again as clients reconnect.
+            replica.owners.clear();
+            replica.backlog.clear();
+            self.prep = tree::Prep::default();
+            self.reset_session_expiry();
+        }
+        if before == Role::Leading && role != Role::Leading {
+            self.prep = tree::Prep::default();
+        }
+    }
+
+    /// Opens or closes the doors to clients when Zab starts or stops serving.
+    fn update_serving(&mut self) {
+        let Some(replica) = self.replica() else {
+            return;
+        };
+        let serving = replica.zab.is_serving();
+        if serving == replica.serving {
+            return;
+        }
+        replica.serving = serving;
+        if serving {
+            let waited = replica
+                .not_serving_since
+                .take()
+                .map_or(0, |t| t.elapsed().as_millis() as u64);
+            replica.stats.elections += 1;
+            replica.stats.last_election_ms = waited;
+            tracing::info!(
+                role = replica.role_name(),
+                leader = replica.zab.leader(),
+                epoch = replica.zab.current_epoch(),
+                zxid = format!("{:#x}", self.tree.last_processed_zxid()),
+                after_ms = waited,
+                "serving clients"
+            );
+        } else {
+            replica.not_serving_since = Some(std::time::Instant::now());
+            replica.queues.clear();
+            replica.connecting.clear();
+            replica.revalidating.clear();
+            replica.backlog.clear();
+            replica.touched.clear();
+            replica.digest_checks.clear();
+            tracing::warn!(
+                role = replica.role_name(),
+                "stopped serving clients until a leader is established; closing client connections"
+            );
+            let conns: Vec<_> = self.conns.keys().copied().collect();
+            for conn in conns {
+                self.close_conn(conn);
+            }
+        }
+    }
+}
+
+/// Encodes and queues one message for a peer.
+pub(crate) fn send(replica: &Replica, to: Sid, msg: &PeerMessage) {
+    replica.transport.send(to, codec::encode(msg));
+}
+
+/// After TRUNC or SNAP the log ends at `zxid`: a durability report from before must not mark
+/// the entries that will be appended after it durable.
+fn reset_durable_reports(replica: &Replica, zxid: Zxid) {
+    replica
+        .progress
+        .send_modify(|p| p.durable_zxid = p.durable_zxid.min(zxid.as_i64()));
+}
+
+fn proposal_bytes(entry: &zab::Entry) -> usize {
+    let mut w = proto::Writer::new();
+    entry.txn.encode(&mut w);
+    w.len()
+}

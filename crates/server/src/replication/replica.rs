@@ -1,0 +1,175 @@
+//! The ensemble side of a server's state: the Zab core, the peer transport, and the request
+//! bookkeeping an ensemble member needs beyond a standalone server's.
+//!
+//! Requests wait per connection in arrival order ([`Waiting`]): a write until its transaction
+//! is delivered here (whichever server proposed it), a read until every earlier write of its
+//! connection is answered. That is FIFO client order (DESIGN.md §1) on any member.
+
+use super::membership::Membership;
+use crate::core::ReplyTo;
+use crate::peers::{Sid, Transport};
+use crate::watch_manager::ConnId;
+use proto::request::Request;
+use proto::Id;
+use std::collections::{HashMap, HashSet, VecDeque};
+use std::sync::Arc;
+use std::time::Instant;
+use zab::{Role, Zab};
+
+/// A request of a local connection, waiting its turn.
+pub(crate) enum Waiting {
+    /// A write (or sync) sent for proposal; answered when its transaction is delivered here.
+    Write(ReplyTo),
+    /// A read behind an unanswered write of the same connection.
+    Read {
+        xid: i32,
+        request: Request,
+        received: Instant,
+    },
+}
+
+/// A connection waiting for its session: a new one being created, or an existing one being
+/// revalidated by the leader.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct PendingConnect {
+    pub conn: ConnId,
+    pub timeout_ms: u32,
+    pub read_only: Option<bool>,
+}
+
+/// Something the leader turns into a proposal.
+pub(crate) enum Work {
+    Client {
+        origin: Sid,
+        session_id: i64,
+        xid: i32,
+        request: Request,
+        auth_ids: Vec<Id>,
+    },
+    CreateSession {
+        origin: Sid,
+        session_id: i64,
+        timeout_ms: i32,
+    },
+    /// The leader expires a session.
+    Expire { session_id: i64 },
+    /// The leader removes an empty container or an expired TTL node.
+    DeleteContainer { path: String },
+}
+
+/// Numbers for `mntr` and the logs.
+#[derive(Debug, Default, Clone)]
+pub struct ReplicaStats {
+    pub elections: u64,
+    /// How long the last election took, from losing the leader to serving again.
+    pub last_election_ms: u64,
+    pub digest_checks: u64,
+    pub forwarded: u64,
+    pub proposals: u64,
+    pub last_proposal_bytes: usize,
+    pub min_proposal_bytes: usize,
+    pub max_proposal_bytes: usize,
+}
+
+pub(crate) struct Replica {
+    pub zab: Zab,
+    pub transport: Transport,
+    pub membership: Membership,
+    clock: Instant,
+    /// Whether clients are being served (an established leader, or a learner past UPTODATE).
+    pub serving: bool,
+    pub role: Role,
+    /// When this server stopped serving, to time the election.
+    pub not_serving_since: Option<Instant>,
+    /// Leader: which server each session is attached to (ZooKeeper's session owner), for
+    /// SessionMoved.
+    pub owners: HashMap<i64, Sid>,
+    /// Leader: work waiting for room in Zab's pipeline, in arrival order.
+    pub backlog: VecDeque<Work>,
+    pub backlog_max: usize,
+    /// Learner: sessions with client activity since the last report to the leader.
+    pub touched: HashSet<i64>,
+    /// Local connections' requests waiting their turn.
+    pub queues: HashMap<ConnId, VecDeque<Waiting>>,
+    pub connecting: HashMap<i64, PendingConnect>,
+    pub revalidating: HashMap<i64, PendingConnect>,
+    /// A snapshot from the leader, saved and waiting for Zab's InstallSnapshot.
+    pub installed: Option<(i64, tree::DataTree)>,
+    /// Learner: the leader's digests for zxids not applied here yet.
+    pub digest_checks: VecDeque<(i64, u64)>,
+    /// The durable-zxid reports of the log writer, which a truncation must reset.
+    pub progress: Arc<tokio::sync::watch::Sender<crate::LogProgress>>,
+    pub stats: ReplicaStats,
+}
+
+/// Leader digests kept for zxids this learner has not applied yet.
+pub(crate) const DIGEST_CHECKS_MAX: usize = 64;
+
+impl Replica {
+    pub fn new(
+        zab: Zab,
+        transport: Transport,
+        membership: Membership,
+        clock: Instant,
+        backlog_max: usize,
+        progress: Arc<tokio::sync::watch::Sender<crate::LogProgress>>,
+    ) -> Replica {
+        Replica {
+            role: zab.role(),
+            zab,
+            transport,
+            membership,
+            clock,
+            serving: false,
+            not_serving_since: Some(Instant::now()),
+            owners: HashMap::new(),
+            backlog: VecDeque::new(),
+            backlog_max,
+            touched: HashSet::new(),
+            queues: HashMap::new(),
+            connecting: HashMap::new(),
+            revalidating: HashMap::new(),
+            installed: None,
+            digest_checks: VecDeque::new(),
+            progress,
+            stats: ReplicaStats::default(),
+        }
+    }
+
+    /// Zab's time: milliseconds since this server started.
+    pub fn now(&self) -> zab::Millis {
+        self.clock.elapsed().as_millis() as u64
+    }
+
+    pub fn me(&self) -> Sid {
+        self.membership.me
+    }
+
+    pub fn is_leader(&self) -> bool {
+        self.role == Role::Leading
+    }
+
+    /// The leader to forward to, when it is another server.
+    pub fn remote_leader(&self) -> Option<Sid> {
+        self.zab.leader().filter(|&l| l != self.me())
+    }
+
+    /// Syncs of local clients not answered yet.
+    pub fn pending_syncs(&self) -> usize {
+        self.queues
+            .values()
+            .flatten()
+            .filter(|w| matches!(w, Waiting::Write(r) if r.is_sync()))
+            .count()
+    }
+
+    pub fn role_name(&self) -> &'static str {
+        match self.role {
+            Role::Leading => "leader",
+            Role::Following => "follower",
+            Role::Observing => "observer",
+            Role::Looking => "looking",
+            Role::Halted => "halted",
+        }
+    }
+}

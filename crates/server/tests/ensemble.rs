@@ -1,0 +1,342 @@
+//! Ensemble members in one process, over real loopback sockets and real data dirs: election,
+//! writes forwarded to the leader, reads on every member, sync, sessions that move between
+//! members, and a member that restarts and catches up (DIFF after a few writes, SNAP after
+//! more than the leader keeps in memory). Real processes and faults are in the meerkat
+//! crate's `ensemble` test.
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
+mod support;
+
+use proto::request::Request;
+use proto::response::Response;
+use proto::{ConnectRequest, ErrorCode, OpCode, PathRecord};
+use server::config::ServerConfig;
+use server::RunningServer;
+use std::net::{SocketAddr, TcpListener};
+use std::path::PathBuf;
+use std::time::{Duration, Instant};
+use support::*;
+
+/// How long an ensemble may take to elect and serve; generous for a loaded CI machine.
+const SERVING_WITHIN: Duration = Duration::from_secs(20);
+
+/// Logs of the members, shown for a failing test (`RUST_LOG=debug` for more).
+fn init_logs() {
+    let _ = tracing_subscriber::fmt()
+        .with_env_filter(
+            tracing_subscriber::EnvFilter::try_from_default_env().unwrap_or_else(|_| "info".into()),
+        )
+        .with_test_writer()
+        .try_init();
+}
+
+fn free_port() -> u16 {
+    TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port()
+}
+
+/// The configuration of an ensemble of `n` members on loopback, one data dir each.
+struct Ensemble {
+    dirs: Vec<PathBuf>,
+    client_ports: Vec<u16>,
+    lines: String,
+}
+
+impl Ensemble {
+    fn new(n: usize) -> Ensemble {
+        init_logs();
+        let mut lines = String::new();
+        let mut dirs = Vec::new();
+        let mut client_ports = Vec::new();
+        for sid in 1..=n {
+            let client = free_port();
+            lines.push_str(&format!(
+                "server.{sid}=127.0.0.1:{}:{};127.0.0.1:{client}\n",
+                free_port(),
+                free_port()
+            ));
+            let dir = fresh_data_dir();
+            std::fs::write(dir.join("myid"), format!("{sid}\n")).unwrap();
+            dirs.push(dir);
+            client_ports.push(client);
+        }
+        Ensemble {
+            dirs,
+            client_ports,
+            lines,
+        }
+    }
+
+    fn config(&self, sid: usize) -> ServerConfig {
+        let dir = &self.dirs[sid - 1];
+        let text = format!(
+            "tickTime=100\ninitLimit=20\nsyncLimit=5\ndataDir={}\nclientPort={}\nclientPortAddress=127.0.0.1\npreAllocSize=1024\nmaxSessionTimeout=60000\n4lw.commands.whitelist=*\n{}",
+            dir.display(),
+            self.client_ports[sid - 1],
+            self.lines
+        );
+        ServerConfig::parse(&text, "zoo.cfg").expect("valid zoo.cfg")
+    }
+
+    fn address(&self, sid: usize) -> SocketAddr {
+        format!("127.0.0.1:{}", self.client_ports[sid - 1])
+            .parse()
+            .unwrap()
+    }
+
+    async fn start(&self, sid: usize) -> RunningServer {
+        server::start(self.config(sid))
+            .await
+            .expect("member starts")
+    }
+
+    async fn start_all(&self) -> Vec<Option<RunningServer>> {
+        let mut servers = Vec::new();
+        for sid in 1..=self.dirs.len() {
+            servers.push(Some(self.start(sid).await));
+        }
+        servers
+    }
+}
+
+/// A session on `addr` once the member serves (it closes clients until a leader is
+/// established).
+async fn serving_session(addr: SocketAddr) -> Conn {
+    let deadline = Instant::now() + SERVING_WITHIN;
+    loop {
+        if let Ok(stream) = tokio::net::TcpStream::connect(addr).await {
+            drop(stream);
+            let mut conn = Conn::open(addr).await;
+            if conn.handshake(&new_session_request()).await.is_ok() {
+                return conn;
+            }
+        }
+        assert!(
+            Instant::now() < deadline,
+            "{addr} did not serve within {SERVING_WITHIN:?}"
+        );
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+}
+
+async fn four_letter(addr: SocketAddr, word: &str) -> String {
+    use tokio::io::{AsyncReadExt, AsyncWriteExt};
+    let mut stream = tokio::net::TcpStream::connect(addr).await.unwrap();
+    stream.write_all(word.as_bytes()).await.unwrap();
+    let mut out = String::new();
+    tokio::time::timeout(IO_TIMEOUT, stream.read_to_string(&mut out))
+        .await
+        .expect("four-letter answer in time")
+        .unwrap();
+    out
+}
+
+async fn mode(addr: SocketAddr) -> String {
+    four_letter(addr, "srvr")
+        .await
+        .lines()
+        .find_map(|l| l.strip_prefix("Mode: ").map(str::to_string))
+        .unwrap_or_default()
+}
+
+fn sync(path: &str) -> Request {
+    Request::Sync(PathRecord { path: path.into() })
+}
+
+/// After a sync, the member's data for `path`, or the error code.
+async fn read_after_sync(conn: &mut Conn, path: &str) -> Result<Vec<u8>, i32> {
+    let synced = conn.call(&sync("/")).await;
+    assert_eq!(synced.header.err, 0, "sync");
+    assert_eq!(synced.response(OpCode::Sync), Response::Sync("/".into()));
+    let reply = conn.call(&get_data(path, false)).await;
+    if reply.header.err != 0 {
+        return Err(reply.header.err);
+    }
+    match reply.response(OpCode::GetData) {
+        Response::GetData(r) => Ok(r.data.unwrap_or_default()),
+        other => panic!("unexpected getData body {other:?}"),
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn three_members_elect_one_leader_and_every_member_takes_writes_and_reads() {
+    let ensemble = Ensemble::new(3);
+    let servers = ensemble.start_all().await;
+    let mut sessions = Vec::new();
+    for sid in 1..=3 {
+        sessions.push(serving_session(ensemble.address(sid)).await);
+    }
+    let mut modes = Vec::new();
+    for sid in 1..=3 {
+        modes.push(mode(ensemble.address(sid)).await);
+    }
+    modes.sort();
+    assert_eq!(modes, ["follower", "follower", "leader"], "one leader");
+    // Writes through every member, pipelined: FIFO per session holds across forwarding.
+    for (i, conn) in sessions.iter_mut().enumerate() {
+        let mut xids = Vec::new();
+        for k in 0..20 {
+            let path = format!("/m{i}-{k}");
+            xids.push(conn.send(&create(&path, path.as_bytes(), 0)).await);
+        }
+        for xid in xids {
+            let reply = conn.reply_to(xid).await;
+            assert_eq!(reply.header.err, 0, "create through member {}", i + 1);
+        }
+    }
+    // Every member has every write after a sync.
+    for conn in sessions.iter_mut() {
+        for i in 0..3 {
+            for k in 0..20 {
+                let path = format!("/m{i}-{k}");
+                assert_eq!(
+                    read_after_sync(conn, &path).await,
+                    Ok(path.as_bytes().to_vec())
+                );
+            }
+        }
+    }
+    // A read right after the session's own write sees it, on any member.
+    for (i, conn) in sessions.iter_mut().enumerate() {
+        let path = format!("/ryw{i}");
+        let w = conn.send(&create(&path, b"mine", 0)).await;
+        let r = conn.send(&get_data(&path, false)).await;
+        assert_eq!(conn.reply_to(w).await.header.err, 0);
+        let read = conn.reply_to(r).await;
+        assert_eq!(read.header.err, 0, "read-your-write on member {}", i + 1);
+    }
+    for s in servers.into_iter().flatten() {
+        s.shutdown().await;
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_session_moves_to_another_member_with_its_ephemerals_and_the_old_one_gets_session_moved()
+{
+    let ensemble = Ensemble::new(3);
+    let servers = ensemble.start_all().await;
+    let mut on_one = serving_session(ensemble.address(1)).await;
+    let created = on_one
+        .call(&create("/eph", b"owned", 1 /* ephemeral */))
+        .await;
+    assert_eq!(created.header.err, 0);
+    let session = on_one.session.clone().unwrap();
+    // The client moves to member 2 with its session id and password.
+    let mut on_two = serving_session(ensemble.address(2)).await;
+    drop(on_two);
+    on_two = Conn::open(ensemble.address(2)).await;
+    let moved = on_two
+        .handshake(&ConnectRequest {
+            protocol_version: 0,
+            last_zxid_seen: created.header.zxid,
+            timeout_ms: session.timeout_ms,
+            session_id: session.session_id,
+            passwd: session.passwd.clone(),
+            read_only: Some(false),
+        })
+        .await
+        .expect("reconnect");
+    assert_eq!(moved.session_id, session.session_id, "same session");
+    assert!(moved.timeout_ms > 0, "the session is alive");
+    match on_two
+        .call(&get_data("/eph", false))
+        .await
+        .response(OpCode::GetData)
+    {
+        Response::GetData(r) => {
+            assert_eq!(r.stat.ephemeral_owner, session.session_id, "still owned");
+        }
+        other => panic!("unexpected {other:?}"),
+    }
+    // The old connection's writes go through a server the session left: SessionMoved.
+    let stale = on_one.call(&create("/stale", b"", 0)).await;
+    assert_eq!(stale.header.err, ErrorCode::SessionMoved.code());
+    // A wrong password is refused as expired.
+    let mut thief = Conn::open(ensemble.address(3)).await;
+    let refused = thief
+        .handshake(&ConnectRequest {
+            protocol_version: 0,
+            last_zxid_seen: 0,
+            timeout_ms: session.timeout_ms,
+            session_id: session.session_id,
+            passwd: vec![7; 16],
+            read_only: Some(false),
+        })
+        .await
+        .expect("an answer");
+    assert_eq!(refused.timeout_ms, 0, "expired");
+    // Closing the session on member 2 removes the ephemeral everywhere.
+    let closed = on_two.call(&Request::CloseSession).await;
+    assert_eq!(closed.header.err, 0);
+    let mut observer = serving_session(ensemble.address(3)).await;
+    assert_eq!(
+        read_after_sync(&mut observer, "/eph").await,
+        Err(ErrorCode::NoNode.code())
+    );
+    for s in servers.into_iter().flatten() {
+        s.shutdown().await;
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_member_restarted_after_few_or_many_writes_catches_up() {
+    let ensemble = Ensemble::new(3);
+    let mut servers = ensemble.start_all().await;
+    let mut writer = serving_session(ensemble.address(1)).await;
+    // Pick a follower to stop, so the ensemble keeps its leader.
+    let mut follower = 0;
+    for sid in 1..=3 {
+        if mode(ensemble.address(sid)).await == "follower" {
+            follower = sid;
+        }
+    }
+    assert_ne!(follower, 0, "a follower");
+    let writer_sid = if follower == 1 { 2 } else { 1 };
+    if writer_sid != 1 {
+        writer = serving_session(ensemble.address(writer_sid)).await;
+    }
+    // Few writes while it is down (DIFF), then many (more than the leader's in-memory history
+    // of 500 committed proposals: SNAP).
+    for (round, count) in [(0, 30), (1, 1500)] {
+        servers[follower - 1].take().unwrap().shutdown().await;
+        let mut xids = Vec::new();
+        for k in 0..count {
+            let path = format!("/r{round}-{k}");
+            xids.push(writer.send(&create(&path, b"x", 0)).await);
+            if xids.len() >= 64 {
+                let xid = xids.remove(0);
+                assert_eq!(writer.reply_to(xid).await.header.err, 0);
+            }
+        }
+        for xid in xids {
+            assert_eq!(writer.reply_to(xid).await.header.err, 0);
+        }
+        servers[follower - 1] = Some(ensemble.start(follower).await);
+        let mut back = serving_session(ensemble.address(follower)).await;
+        for k in [0, count / 2, count - 1] {
+            let path = format!("/r{round}-{k}");
+            assert_eq!(
+                read_after_sync(&mut back, &path).await,
+                Ok(b"x".to_vec()),
+                "{path} on the restarted member after round {round}"
+            );
+        }
+        let count_on = |text: String| {
+            text.lines()
+                .find_map(|l| l.strip_prefix("zk_znode_count\t").map(str::to_string))
+                .unwrap_or_default()
+        };
+        let leader_count = count_on(four_letter(ensemble.address(writer_sid), "mntr").await);
+        let back_count = count_on(four_letter(ensemble.address(follower), "mntr").await);
+        assert_eq!(
+            back_count, leader_count,
+            "same znode count after round {round}"
+        );
+    }
+    for s in servers.into_iter().flatten() {
+        s.shutdown().await;
+    }
+}
