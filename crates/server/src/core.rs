@@ -906,6 +906,7 @@ impl Core {
     /// containers and expired TTL nodes.
     pub fn tick(&mut self) {
         let now = self.now_ms();
+        self.report_session_activity();
         if let Some(replica) = self.replica.as_deref() {
             // Only an established leader expires sessions and removes containers.
             if replica.is_leader() && replica.serving {

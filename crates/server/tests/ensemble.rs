@@ -340,3 +340,54 @@ async fn a_member_restarted_after_few_or_many_writes_catches_up() {
         s.shutdown().await;
     }
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_leader_expires_only_sessions_no_member_heard_from() {
+    let ensemble = Ensemble::new(3);
+    let servers = ensemble.start_all().await;
+    let mut follower = 0;
+    for sid in 1..=3 {
+        let _ = serving_session(ensemble.address(sid)).await;
+        if mode(ensemble.address(sid)).await == "follower" {
+            follower = sid;
+        }
+    }
+    assert_ne!(follower, 0);
+    // A 1 s session on a follower, kept alive by pings for three timeouts: the follower's
+    // reports keep the leader from expiring it.
+    let mut short = Conn::open(ensemble.address(follower)).await;
+    let mut request = new_session_request();
+    request.timeout_ms = 1000;
+    let session = short.handshake(&request).await.expect("session");
+    assert_eq!(session.timeout_ms, 1000);
+    let created = short.call(&create("/short-lived", b"", 1)).await;
+    assert_eq!(created.header.err, 0);
+    let alive_until = Instant::now() + Duration::from_secs(3);
+    while Instant::now() < alive_until {
+        assert_eq!(short.call(&Request::Ping).await.header.err, 0);
+        tokio::time::sleep(Duration::from_millis(200)).await;
+    }
+    let still = short.call(&set_data("/short-lived", b"alive", -1)).await;
+    assert_eq!(
+        still.header.err, 0,
+        "an active session on a follower lives on"
+    );
+    // Silence: the leader expires it, and its ephemeral goes on every member.
+    drop(short);
+    let mut watcher = serving_session(ensemble.address(follower)).await;
+    let deadline = Instant::now() + Duration::from_secs(10);
+    loop {
+        match read_after_sync(&mut watcher, "/short-lived").await {
+            Err(code) if code == ErrorCode::NoNode.code() => break,
+            _ => {}
+        }
+        assert!(
+            Instant::now() < deadline,
+            "the silent session was not expired"
+        );
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    for s in servers.into_iter().flatten() {
+        s.shutdown().await;
+    }
+}

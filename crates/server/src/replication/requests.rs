@@ -434,13 +434,22 @@ impl Core {
         }
     }
 
-    /// Every tick: Zab's timers, and a learner's report of session activity.
+    /// Zab's timers (election re-sends, pings, limits).
     pub(crate) fn replica_tick(&mut self) {
         let Some(replica) = self.replica() else {
             return;
         };
         let now = replica.now();
         replica.zab.handle_tick(now);
+        self.run_zab();
+    }
+
+    /// Every half tick, a learner reports the sessions its clients touched, as ZooKeeper's
+    /// followers do with their pings: the leader expires only sessions nobody heard from.
+    pub(crate) fn report_session_activity(&mut self) {
+        let Some(replica) = self.replica() else {
+            return;
+        };
         if let Some(leader) = replica.remote_leader().filter(|_| replica.serving) {
             if !replica.touched.is_empty() {
                 let sessions: Vec<i64> = replica.touched.drain().collect();
@@ -451,7 +460,6 @@ impl Core {
                 );
             }
         }
-        self.run_zab();
     }
 
     pub(crate) fn on_log_durable(&mut self, zxid: i64) {
