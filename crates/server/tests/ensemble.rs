@@ -47,14 +47,21 @@ struct Ensemble {
 
 impl Ensemble {
     fn new(n: usize) -> Ensemble {
+        Ensemble::with_observers(n, 0)
+    }
+
+    /// `voters` participants, then `observers` observers.
+    fn with_observers(voters: usize, observers: usize) -> Ensemble {
+        let n = voters + observers;
         init_logs();
         let mut lines = String::new();
         let mut dirs = Vec::new();
         let mut client_ports = Vec::new();
         for sid in 1..=n {
             let client = free_port();
+            let role = if sid > voters { ":observer" } else { "" };
             lines.push_str(&format!(
-                "server.{sid}=127.0.0.1:{}:{};127.0.0.1:{client}\n",
+                "server.{sid}=127.0.0.1:{}:{}{role};127.0.0.1:{client}\n",
                 free_port(),
                 free_port()
             ));
@@ -384,6 +391,162 @@ async fn the_leader_expires_only_sessions_no_member_heard_from() {
         assert!(
             Instant::now() < deadline,
             "the silent session was not expired"
+        );
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    for s in servers.into_iter().flatten() {
+        s.shutdown().await;
+    }
+}
+
+/// Rewrites a stopped member's newest state with one extra znode at the same zxid: a replica
+/// whose tree silently diverged (a bug, a bad disk) while its zxid says it is in step.
+fn diverge_offline(data_dir: &std::path::Path) {
+    use proto::txn::{CreateTxn, Txn, TxnBody, TxnHeader};
+    let fs = storage::RealFs;
+    let layout = storage::Layout::new(data_dir, data_dir);
+    let recovered = storage::recovery::recover(&fs, &layout).expect("recover the member");
+    let mut tree = recovered.tree;
+    let zxid = tree.last_processed_zxid();
+    let txn = Txn {
+        header: TxnHeader {
+            client_id: 0,
+            cxid: 0,
+            zxid,
+            time: 0,
+            op_type: OpCode::Create.code(),
+        },
+        body: TxnBody::Create(CreateTxn {
+            path: "/diverged".into(),
+            data: Some(b"only here".to_vec()),
+            acl: open_acl(),
+            ephemeral: false,
+            parent_cversion: 0,
+        }),
+    };
+    tree.apply(&txn, &mut Vec::new());
+    assert_eq!(
+        tree.last_processed_zxid(),
+        zxid,
+        "same zxid, different tree"
+    );
+    storage::snapshot_file::write(&fs, &layout, &tree.freeze(), 0, recovered.generation)
+        .expect("write the doctored snapshot");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_member_whose_tree_diverged_stops_serving_at_the_next_digest_check() {
+    let ensemble = Ensemble::new(3);
+    let mut servers = ensemble.start_all().await;
+    let mut follower = 0;
+    for sid in 1..=3 {
+        let _ = serving_session(ensemble.address(sid)).await;
+        if mode(ensemble.address(sid)).await == "follower" {
+            follower = sid;
+        }
+    }
+    let other = (1..=3).find(|&s| s != follower).unwrap();
+    let mut writer = serving_session(ensemble.address(other)).await;
+    assert_eq!(writer.call(&create("/before", b"", 0)).await.header.err, 0);
+    let _ = read_after_sync(
+        &mut serving_session(ensemble.address(follower)).await,
+        "/before",
+    )
+    .await;
+    servers[follower - 1].take().unwrap().shutdown().await;
+    diverge_offline(&ensemble.dirs[follower - 1]);
+    servers[follower - 1] = Some(ensemble.start(follower).await);
+    // It rejoins by DIFF (its zxid is current) and serves, until the next commit's digest
+    // exposes it.
+    drop(serving_session(ensemble.address(follower)).await);
+    let deadline = Instant::now() + SERVING_WITHIN;
+    let mut k = 0;
+    loop {
+        k += 1;
+        assert_eq!(
+            writer
+                .call(&create(&format!("/after{k}"), b"", 0))
+                .await
+                .header
+                .err,
+            0,
+            "the healthy majority keeps taking writes"
+        );
+        let srvr = four_letter(ensemble.address(follower), "srvr").await;
+        if srvr.contains("not currently serving") {
+            break;
+        }
+        assert!(
+            Instant::now() < deadline,
+            "the diverged member still serves: {srvr}"
+        );
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    // It stays out: a client cannot get a session from it.
+    tokio::time::sleep(Duration::from_millis(500)).await;
+    let mut refused = Conn::open(ensemble.address(follower)).await;
+    let answer = refused.handshake(&new_session_request()).await;
+    assert!(
+        answer.is_err(),
+        "a halted member refuses clients: {answer:?}"
+    );
+    for s in servers.into_iter().flatten() {
+        s.shutdown().await;
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_observer_serves_reads_and_writes_but_never_votes() {
+    let ensemble = Ensemble::with_observers(3, 1);
+    let mut servers = ensemble.start_all().await;
+    let mut on_observer = serving_session(ensemble.address(4)).await;
+    assert_eq!(mode(ensemble.address(4)).await, "observer");
+    assert_eq!(
+        on_observer
+            .call(&create("/via-observer", b"o", 0))
+            .await
+            .header
+            .err,
+        0
+    );
+    let mut on_voter = serving_session(ensemble.address(1)).await;
+    assert_eq!(
+        read_after_sync(&mut on_voter, "/via-observer").await,
+        Ok(b"o".to_vec())
+    );
+    let leader_mntr = {
+        let mut found = String::new();
+        for sid in 1..=3 {
+            if mode(ensemble.address(sid)).await == "leader" {
+                found = four_letter(ensemble.address(sid), "mntr").await;
+            }
+        }
+        found
+    };
+    assert!(
+        leader_mntr.contains("zk_synced_observers\t1"),
+        "{leader_mntr}"
+    );
+    assert!(
+        leader_mntr.contains("zk_synced_followers\t2"),
+        "{leader_mntr}"
+    );
+    // Two voters down: the observer and one voter are no quorum, so nothing is served.
+    let mut down = 0;
+    for sid in 1..=3 {
+        if down < 2 && mode(ensemble.address(sid)).await != "leader" {
+            servers[sid - 1].take().unwrap().shutdown().await;
+            down += 1;
+        }
+    }
+    let deadline = Instant::now() + SERVING_WITHIN;
+    while !four_letter(ensemble.address(4), "srvr")
+        .await
+        .contains("not currently serving")
+    {
+        assert!(
+            Instant::now() < deadline,
+            "an observer plus one voter kept serving"
         );
         tokio::time::sleep(Duration::from_millis(100)).await;
     }
