@@ -23,5 +23,8 @@ cargo test -p sim --features planted-bugs
 echo "== go-zookeeper against meerkat"
 ./scripts/compat-go.sh
 
+echo "== the ensemble fault scenarios against Apache ZooKeeper 3.9.3 (the reference for meerkat's runs above)"
+cargo test -p meerkat --test ensemble zookeeper -- --ignored
+
 echo "== Apache ZooKeeper's Java client: meerkat and ZooKeeper 3.9.3 side by side"
 ./scripts/compat-java.sh
