@@ -26,5 +26,7 @@ pub const SESSION_EVENT_QUEUE_LEN_MAX: usize = 64;
 pub const FRAME_LEN_MAX: usize = proto::limits::JUTE_MAX_BUFFER_DEFAULT as usize + 1024;
 
 /// Pause between two passes over the server list when none answers, so a client with no
-/// reachable server does not spin.
-pub const RECONNECT_PAUSE_MS: u64 = 200;
+/// reachable server does not spin: it starts short, because an ensemble electing a leader
+/// serves again within tens of milliseconds, and doubles up to the maximum.
+pub const RECONNECT_PAUSE_MIN_MS: u64 = 10;
+pub const RECONNECT_PAUSE_MAX_MS: u64 = 1000;

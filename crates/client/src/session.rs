@@ -17,7 +17,9 @@
 use crate::connection::{self, FrameReader, FrameWriter};
 use crate::error::{error_code_from_wire, Error, Result};
 use crate::event::{event_type_from_wire, keeper_state_from_wire, SessionState, WatchedEvent};
-use crate::limits::{IN_FLIGHT_MAX, RECONNECT_PAUSE_MS, SET_WATCHES_BATCH_BYTES_MAX};
+use crate::limits::{
+    IN_FLIGHT_MAX, RECONNECT_PAUSE_MAX_MS, RECONNECT_PAUSE_MIN_MS, SET_WATCHES_BATCH_BYTES_MAX,
+};
 use crate::path::Chroot;
 use crate::submit_queue::SubmitQueue;
 use crate::watch::{WatchKind, WatchPaths, WatchRegistration, WatchRegistry};
@@ -187,6 +189,7 @@ impl Driver {
 
     /// Tries the servers in turn until one accepts the session (or says it expired).
     async fn connect(&mut self) -> std::result::Result<(FrameReader, FrameWriter), Ended> {
+        let mut pause_ms = RECONNECT_PAUSE_MIN_MS;
         loop {
             for _ in 0..self.hosts.len() {
                 let index = self.next_host % self.hosts.len();
@@ -225,8 +228,9 @@ impl Driver {
                     self.closer = closer;
                     return Err(Ended::Terminal(SessionState::Closed));
                 }
-                _ = tokio::time::sleep(Duration::from_millis(RECONNECT_PAUSE_MS)) => {}
+                _ = tokio::time::sleep(Duration::from_millis(jittered(pause_ms))) => {}
             }
+            pause_ms = (pause_ms * 2).min(RECONNECT_PAUSE_MAX_MS);
         }
     }
 
@@ -700,6 +704,15 @@ pub(crate) fn set_watches_batches(
         frames.push((xid, op, frame));
     }
     frames
+}
+
+/// `ms` plus up to half of it again, so clients that lost the same server do not all come back
+/// in the same millisecond.
+fn jittered(ms: u64) -> u64 {
+    let nanos = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| u64::from(d.subsec_nanos()));
+    ms + nanos % (ms / 2 + 1)
 }
 
 #[cfg(test)]
