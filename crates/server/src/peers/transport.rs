@@ -143,13 +143,20 @@ async fn accept_loop(
     inbound: HashMap<Sid, mpsc::Sender<TcpStream>>,
 ) {
     let inbound = Arc::new(inbound);
+    // Handshakes run beside the loop but belong to it: when the transport stops, a handshake
+    // still in flight must not complete and hand a dialer a connection nobody serves.
+    let mut handshakes = tokio::task::JoinSet::new();
     loop {
-        let Ok((mut stream, addr)) = listener.accept().await else {
+        let accepted = tokio::select! {
+            accepted = listener.accept() => accepted,
+            Some(_) = handshakes.join_next(), if !handshakes.is_empty() => continue,
+        };
+        let Ok((mut stream, addr)) = accepted else {
             tokio::time::sleep(Duration::from_millis(10)).await;
             continue;
         };
         let inbound = inbound.clone();
-        tokio::spawn(async move {
+        handshakes.spawn(async move {
             let _ = stream.set_nodelay(true);
             match handshake::accept(&mut stream, me, |sid| inbound.contains_key(&sid)).await {
                 Ok(sid) => {
