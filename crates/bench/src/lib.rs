@@ -2,12 +2,17 @@
 //! `null` server, in one invocation, reported side by side with ratios (DESIGN.md §9).
 //!
 //! # Layout
-//! * [`target`], [`null_server`]: starting and stopping the servers under test.
-//! * [`wire`], [`load`]: a pipelined load generator that speaks the protocol itself.
+//! * [`target`], [`null_server`]: starting and stopping the servers under test;
+//!   [`ensemble`]: ports, configs and four-letter words of a local ensemble (shared with
+//!   `meerkat ensemble`).
+//! * [`wire`], [`load`]: a pipelined load generator that speaks the protocol itself;
+//!   [`failover`]: the same, surviving servers that die.
 //! * [`scenarios`]: the experiments; [`report`], [`plot`]: table, JSON and PNG charts;
 //!   [`cpu`]: /proc accounting.
 
 pub mod cpu;
+pub mod ensemble;
+pub mod failover;
 pub mod load;
 pub mod null_server;
 pub mod plot;
@@ -45,6 +50,18 @@ pub enum Scenario {
     /// Restart time with 10k and 100k (--full: also 1M) znodes, and a synchronous client's p99
     /// while snapshots run.
     Restart,
+    /// Paper Fig. 6: read-ratio's workload with every client on the leader, against clients
+    /// spread over the servers (an ensemble: --servers 3 or more, the default).
+    LeaderOnly,
+    /// Paper Fig. 7, approximated: clients on the leader writing only, for 1 server and odd
+    /// ensemble sizes up to --servers.
+    Broadcast,
+    /// Paper Fig. 8: throughput over time with 30 % writes while a follower and then the leader
+    /// are SIGKILLed and restarted; the time from the leader's kill to the next write.
+    Failures,
+    /// Thesis Fig. 5.4: time from the leader's kill until a write succeeds, against the number
+    /// of znodes.
+    Restore,
 }
 
 impl Scenario {
@@ -60,6 +77,44 @@ impl Scenario {
             Scenario::Barrier => "barrier",
             Scenario::Snapshot => "snapshot",
             Scenario::Restart => "restart",
+            Scenario::LeaderOnly => "leader-only",
+            Scenario::Broadcast => "broadcast",
+            Scenario::Failures => "failures",
+            Scenario::Restore => "restore",
+        }
+    }
+
+    /// Servers per target unless --servers says otherwise.
+    pub fn default_servers(self) -> usize {
+        match self {
+            Scenario::LeaderOnly | Scenario::Failures | Scenario::Restore => 3,
+            _ => 1,
+        }
+    }
+
+    /// Why the scenario cannot run with `servers` servers per target, if it cannot.
+    pub fn refuses(self, servers: usize) -> Option<String> {
+        if !(1..=ensemble::SERVERS_MAX).contains(&servers) {
+            return Some(format!(
+                "--servers {servers}: from 1 to {}",
+                ensemble::SERVERS_MAX
+            ));
+        }
+        match self {
+            Scenario::Snapshot if servers != 1 => Some(
+                "snapshot runs meerkat's snapshot code in process: --servers does not apply".into(),
+            ),
+            Scenario::Restart if servers != 1 => Some(
+                "restart measures a standalone server; `restore` is its ensemble counterpart"
+                    .into(),
+            ),
+            Scenario::LeaderOnly | Scenario::Failures | Scenario::Restore if servers < 3 => {
+                Some(format!(
+                    "{} needs an ensemble that survives a failure: --servers 3 or more",
+                    self.name()
+                ))
+            }
+            _ => None,
         }
     }
 }
@@ -83,9 +138,10 @@ pub struct BenchArgs {
     /// Where JSON results go.
     #[arg(long, default_value = "bench-results")]
     pub out: PathBuf,
-    /// Servers per target (1 = standalone).
-    #[arg(long, default_value_t = 1)]
-    pub servers: usize,
+    /// Servers per target (1 = standalone; default 3 for leader-only, failures and restore, 1
+    /// otherwise). Clients spread over the servers round-robin; `null` stays standalone.
+    #[arg(long)]
+    pub servers: Option<usize>,
     /// Scratch space for the servers' data dirs.
     #[arg(long, default_value = "target/bench-work")]
     pub work_dir: PathBuf,
@@ -108,16 +164,23 @@ pub async fn run(
     programs: Programs,
     command_line: String,
 ) -> anyhow::Result<Report> {
-    if args.servers != 1 {
-        anyhow::bail!("--servers {}: only standalone servers exist so far; ensembles arrive with the replicated ensemble", args.servers);
+    let servers = args
+        .servers
+        .unwrap_or_else(|| args.scenario.default_servers());
+    if let Some(reason) = args.scenario.refuses(servers) {
+        anyhow::bail!("{reason}");
     }
     let scale = Scale {
         full: args.full,
         tiny: args.tiny,
     };
     let targets = targets(&args.target)?;
-    let progress =
-        indicatif::ProgressBar::new(scenarios::steps(args.scenario, targets.len(), scale));
+    let progress = indicatif::ProgressBar::new(scenarios::steps(
+        args.scenario,
+        targets.len(),
+        scale,
+        servers,
+    ));
     progress.set_style(
         indicatif::ProgressStyle::with_template("{elapsed_precise} [{bar:30}] {pos}/{len} {msg}")
             .unwrap_or_else(|_| indicatif::ProgressStyle::default_bar()),
@@ -129,6 +192,7 @@ pub async fn run(
         work_dir: args.work_dir.clone(),
         out_dir: args.out.clone(),
         scale,
+        servers,
         progress,
     };
     let outcome = match args.scenario {
@@ -142,6 +206,10 @@ pub async fn run(
         Scenario::Barrier => scenarios::barrier::barrier(&ctx).await?,
         Scenario::Snapshot => scenarios::persistence::snapshot(&ctx)?,
         Scenario::Restart => scenarios::persistence::restart(&ctx).await?,
+        Scenario::LeaderOnly => scenarios::ensemble::leader_only(&ctx).await?,
+        Scenario::Broadcast => scenarios::ensemble::broadcast(&ctx).await?,
+        Scenario::Failures => scenarios::failures::failures(&ctx).await?,
+        Scenario::Restore => scenarios::failures::restore(&ctx).await?,
     };
     ctx.progress.finish_and_clear();
     let report = Report {
@@ -149,6 +217,7 @@ pub async fn run(
         command: command_line,
         date: report::today(),
         machine: report::machine(),
+        servers,
         rows: outcome.rows,
         details: outcome.details,
         plots: outcome

@@ -84,9 +84,11 @@ impl ClientResult {
     }
 }
 
-/// Opens `clients` sessions, runs `body` on each for warm-up + duration, and merges results.
+/// Opens `clients` sessions, client `c` on server `addrs[c % addrs.len()]` (each client talks
+/// to one server, round-robin, as in the ZooKeeper paper's experiments), runs `body` on each
+/// for warm-up + duration, and merges results.
 pub async fn run_clients<F, Fut>(
-    addr: SocketAddr,
+    addrs: &[SocketAddr],
     clients: usize,
     warmup: Duration,
     duration: Duration,
@@ -96,9 +98,10 @@ where
     F: Fn(Session, usize, (Instant, Instant)) -> Fut,
     Fut: Future<Output = anyhow::Result<ClientResult>> + Send + 'static,
 {
+    anyhow::ensure!(!addrs.is_empty(), "no server to load");
     let mut sessions = Vec::with_capacity(clients);
-    for _ in 0..clients {
-        sessions.push(Session::open(addr, 30_000).await?);
+    for c in 0..clients {
+        sessions.push(Session::open(addrs[c % addrs.len()], 30_000).await?);
     }
     let start = Instant::now();
     let window = (start + warmup, start + warmup + duration);
@@ -139,10 +142,10 @@ where
 }
 
 /// The common case: every client keeps `window` requests built by `make` in flight.
-pub async fn run(addr: SocketAddr, spec: &LoadSpec) -> anyhow::Result<LoadResult> {
+pub async fn run(addrs: &[SocketAddr], spec: &LoadSpec) -> anyhow::Result<LoadResult> {
     let (make, depth) = (spec.make.clone(), spec.window.max(1));
     run_clients(
-        addr,
+        addrs,
         spec.clients,
         spec.warmup,
         spec.duration,

@@ -43,6 +43,15 @@ const COLORS: [RGBColor; 6] = [
     RGBColor(0xff, 0x7f, 0x0e),
 ];
 
+/// A moment worth seeing on a timeline (a server killed, a server started): a dashed vertical
+/// line in the colour of the series it belongs to, labelled at the top.
+pub struct Mark {
+    pub x: f64,
+    pub label: String,
+    /// Index of the series whose colour the line takes.
+    pub series: usize,
+}
+
 /// Draws `series` as lines with markers; axes start at zero.
 pub fn line_chart(
     path: &Path,
@@ -50,6 +59,18 @@ pub fn line_chart(
     x_desc: &str,
     y_desc: &str,
     series: &[Series],
+) -> anyhow::Result<()> {
+    line_chart_with_marks(path, title, x_desc, y_desc, series, &[])
+}
+
+/// [`line_chart`] with vertical marks.
+pub fn line_chart_with_marks(
+    path: &Path,
+    title: &str,
+    x_desc: &str,
+    y_desc: &str,
+    series: &[Series],
+    marks: &[Mark],
 ) -> anyhow::Result<()> {
     register_font();
     let max_x = series
@@ -92,6 +113,7 @@ pub fn line_chart(
             .draw_series(s.points.iter().map(|&p| Circle::new(p, 3, color.filled())))
             .map_err(|e| anyhow::anyhow!("{e}"))?;
     }
+    draw_marks(&mut chart, marks, max_y)?;
     chart
         .configure_series_labels()
         .background_style(WHITE.mix(0.9))
@@ -100,5 +122,38 @@ pub fn line_chart(
         .draw()
         .map_err(|e| anyhow::anyhow!("{e}"))?;
     root.present().map_err(|e| anyhow::anyhow!("{e}"))?;
+    Ok(())
+}
+
+/// Dashed vertical lines, labels staggered so that nearby marks stay readable.
+fn draw_marks<DB: DrawingBackend>(
+    chart: &mut ChartContext<
+        '_,
+        DB,
+        Cartesian2d<plotters::coord::types::RangedCoordf64, plotters::coord::types::RangedCoordf64>,
+    >,
+    marks: &[Mark],
+    max_y: f64,
+) -> anyhow::Result<()> {
+    for (i, mark) in marks.iter().enumerate() {
+        let color = COLORS[mark.series % COLORS.len()];
+        let dashes = 40;
+        let segments = (0..dashes).step_by(2).map(|k| {
+            let y0 = max_y * f64::from(k) / f64::from(dashes);
+            let y1 = max_y * f64::from(k + 1) / f64::from(dashes);
+            PathElement::new(vec![(mark.x, y0), (mark.x, y1)], color.stroke_width(1))
+        });
+        chart
+            .draw_series(segments)
+            .map_err(|e| anyhow::anyhow!("{e}"))?;
+        let y = max_y * (0.98 - 0.04 * (i % 8) as f64);
+        chart
+            .draw_series(std::iter::once(Text::new(
+                mark.label.clone(),
+                (mark.x, y),
+                ("sans-serif", 13).into_font().color(&color),
+            )))
+            .map_err(|e| anyhow::anyhow!("{e}"))?;
+    }
     Ok(())
 }

@@ -22,6 +22,8 @@ pub struct Report {
     pub command: String,
     pub date: String,
     pub machine: String,
+    /// Servers per target (1 = standalone); `null` is always standalone.
+    pub servers: usize,
     pub rows: Vec<Row>,
     /// Raw per-target results, scenario-specific.
     pub details: serde_json::Value,
@@ -33,9 +35,16 @@ impl Report {
     pub fn table(&self) -> String {
         let mut out = String::new();
         let _ = writeln!(out, "scenario {} — {}", self.scenario, self.machine);
+        if self.servers > 1 {
+            let _ = writeln!(
+                out,
+                "{} servers per target on loopback (null: one standalone server)",
+                self.servers
+            );
+        }
         let _ = writeln!(
             out,
-            "{:<28} {:<16} {:>12} {:>12} {:>9} {:>12} {:>9}",
+            "{:<28} {:<22} {:>12} {:>12} {:>9} {:>12} {:>9}",
             "case", "metric", "meerkat", "zookeeper", "mk/zk", "null", "mk/null"
         );
         for row in &self.rows {
@@ -47,7 +56,7 @@ impl Report {
             };
             let _ = writeln!(
                 out,
-                "{:<28} {:<16} {:>12} {:>12} {:>9} {:>12} {:>9}",
+                "{:<28} {:<22} {:>12} {:>12} {:>9} {:>12} {:>9}",
                 row.case,
                 row.metric,
                 fmt(v("meerkat")),

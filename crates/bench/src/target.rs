@@ -3,7 +3,7 @@
 //! (`scripts/zookeeper.sh`, fetched from Maven Central on first use), and `null`.
 
 use crate::null_server;
-use std::net::{SocketAddr, TcpListener};
+use std::net::SocketAddr;
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
@@ -69,28 +69,112 @@ pub struct ServerSettings {
     pub extra: Vec<(String, String)>,
 }
 
+/// One server process and the files it was started with (kept to start it again).
+struct Process {
+    config: PathBuf,
+    log: PathBuf,
+    child: Option<Child>,
+}
+
+impl Process {
+    fn kill(&mut self) {
+        if let Some(mut child) = self.child.take() {
+            let _ = child.kill();
+            let _ = child.wait();
+        }
+    }
+}
+
+/// The servers of one target: a standalone server, an ensemble of quorum peers, or the
+/// in-process `null` server. Every process is SIGKILLed when this is dropped.
 pub struct Launched {
     pub target: Target,
+    /// The first server's client address (the only one when standalone).
     pub addr: SocketAddr,
+    /// Every server's client address, in server id order.
+    pub addrs: Vec<SocketAddr>,
     pub dir: PathBuf,
-    child: Option<Child>,
+    programs: Programs,
+    processes: Vec<Process>,
     null: Option<null_server::NullServer>,
 }
 
 impl Launched {
+    /// The first running server's pid (none for `null`).
     pub fn pid(&self) -> Option<u32> {
-        self.child.as_ref().map(Child::id)
+        self.pids().first().copied()
     }
 
-    /// Stops the server (SIGKILL for processes: the bench does not measure shutdown).
+    /// The pids of the servers running now.
+    pub fn pids(&self) -> Vec<u32> {
+        let children = self.processes.iter().filter_map(|p| p.child.as_ref());
+        children.map(Child::id).collect()
+    }
+
+    /// How many servers the topology has (running or not).
+    pub fn servers(&self) -> usize {
+        self.addrs.len()
+    }
+
+    /// Whether server `index` runs (it was not killed, or was started again).
+    pub fn is_running(&self, index: usize) -> bool {
+        self.processes.get(index).is_some_and(|p| p.child.is_some())
+    }
+
+    /// The index of the server that leads now (a standalone server leads itself), asking each
+    /// running server `srvr` until one says leader, for at most `limit`.
+    pub async fn leader(&self, limit: Duration) -> anyhow::Result<usize> {
+        if self.servers() == 1 {
+            return Ok(0);
+        }
+        let started = Instant::now();
+        loop {
+            for (i, addr) in self.addrs.iter().enumerate() {
+                if !self.is_running(i) {
+                    continue;
+                }
+                let srvr = crate::ensemble::srvr_async(*addr).await;
+                if srvr.is_some_and(|s| s.is_leader()) {
+                    return Ok(i);
+                }
+            }
+            anyhow::ensure!(
+                started.elapsed() < limit,
+                "{}: no server said it leads within {limit:?}",
+                self.target.name()
+            );
+            tokio::time::sleep(Duration::from_millis(20)).await;
+        }
+    }
+
+    /// SIGKILLs server `index` (its data stays for [`Launched::restart`]).
+    pub fn kill(&mut self, index: usize) {
+        if let Some(p) = self.processes.get_mut(index) {
+            p.kill();
+        }
+    }
+
+    /// Starts server `index` again on its config and data, without waiting for it to serve.
+    pub fn restart(&mut self, index: usize) -> anyhow::Result<()> {
+        let target = self.target;
+        let programs = self.programs.clone();
+        let p = self
+            .processes
+            .get_mut(index)
+            .ok_or_else(|| anyhow::anyhow!("no server {index}"))?;
+        p.kill();
+        p.child = Some(spawn(target, &programs, &p.config, &p.log)?);
+        Ok(())
+    }
+
+    /// Stops the servers (SIGKILL for processes: the bench does not measure shutdown).
     pub fn stop(mut self) {
         self.stop_inner();
     }
 
     fn stop_inner(&mut self) {
-        if let Some(mut child) = self.child.take() {
-            let _ = child.kill();
-            let _ = child.wait();
+        for p in &mut self.processes {
+            p.kill();
         }
         if let Some(null) = self.null.take() {
             null.stop();
@@ -104,17 +188,14 @@ impl Drop for Launched {
     }
 }
 
-fn free_port() -> anyhow::Result<u16> {
-    Ok(TcpListener::bind("127.0.0.1:0")?.local_addr()?.port())
-}
-
-/// Starts `target` with its data in `dir` (kept if it exists: restarts reuse it) and waits
-/// until it serves.
+/// Starts `target` with `servers` servers (1 = standalone; `null` is always standalone), their
+/// data under `dir` (kept if it exists: restarts reuse it), and waits until every one serves.
 pub async fn launch(
     target: Target,
     programs: &Programs,
     dir: &Path,
     settings: &ServerSettings,
+    servers: usize,
 ) -> anyhow::Result<Launched> {
     std::fs::create_dir_all(dir)?;
     if target == Target::Null {
@@ -122,57 +203,76 @@ pub async fn launch(
         return Ok(Launched {
             target,
             addr: null.addr,
+            addrs: vec![null.addr],
             dir: dir.to_path_buf(),
-            child: None,
+            programs: programs.clone(),
+            processes: Vec::new(),
             null: Some(null),
         });
     }
-    let port = free_port()?;
-    let addr: SocketAddr = format!("127.0.0.1:{port}").parse()?;
-    let data = dir.join("data");
-    std::fs::create_dir_all(&data)?;
-    let mut cfg = format!(
-        "tickTime=2000\ninitLimit=10\nsyncLimit=5\ndataDir={}\nclientPort={port}\nclientPortAddress=127.0.0.1\nmaxClientCnxns=0\n4lw.commands.whitelist=*\n",
-        data.display()
-    );
-    for (k, v) in &settings.extra {
-        cfg.push_str(&format!("{k}={v}\n"));
+    let topology = crate::ensemble::Topology::on_free_ports(servers)?;
+    let mut launched = Launched {
+        target,
+        addr: topology.members[0].client_addr(),
+        addrs: topology.client_addrs(),
+        dir: dir.to_path_buf(),
+        programs: programs.clone(),
+        processes: Vec::new(),
+        null: None,
+    };
+    for member in &topology.members {
+        // A standalone server keeps the layout it always had: DIR/zoo.cfg, DIR/data.
+        let home = if topology.is_ensemble() {
+            dir.join(format!("server-{}", member.id))
+        } else {
+            dir.to_path_buf()
+        };
+        let config = topology.write_member(member, &home, &home.join("data"), &settings.extra)?;
+        let log = home.join("server.log");
+        let child = spawn(target, programs, &config, &log)?;
+        launched.processes.push(Process {
+            config,
+            log,
+            child: Some(child),
+        });
     }
-    let cfg_path = dir.join("zoo.cfg");
-    std::fs::write(&cfg_path, cfg)?;
+    for addr in &launched.addrs {
+        wait_serving(*addr, Duration::from_secs(300)).await?;
+    }
+    Ok(launched)
+}
+
+/// Starts one server process on `config`, its stderr appended to `log`.
+fn spawn(target: Target, programs: &Programs, config: &Path, log: &Path) -> anyhow::Result<Child> {
     let log = std::fs::OpenOptions::new()
         .create(true)
         .append(true)
-        .open(dir.join("server.log"))?;
+        .open(log)?;
     let mut command = match target {
         Target::Meerkat => {
             let mut c = Command::new(&programs.meerkat);
-            c.arg("server").arg(&cfg_path).env("MEERKAT_LOG", "info");
+            c.arg("server").arg(config).env("MEERKAT_LOG", "info");
             c
         }
         Target::ZooKeeper => {
             let mut c = Command::new("bash");
             c.arg(&programs.zookeeper_script)
                 .arg("run")
-                .arg(&cfg_path)
+                .arg(config)
                 .env(
                     "ZK_LOG_LEVEL",
                     std::env::var("ZK_LOG_LEVEL").unwrap_or_else(|_| "warn".into()),
                 );
             c
         }
-        Target::Null => unreachable!("handled above"),
+        Target::Null => anyhow::bail!("the null server runs in process"),
     };
-    let child = command.stdout(Stdio::null()).stderr(log).spawn()?;
-    let launched = Launched {
-        target,
-        addr,
-        dir: dir.to_path_buf(),
-        child: Some(child),
-        null: None,
-    };
-    wait_serving(addr, Duration::from_secs(300)).await?;
-    Ok(launched)
+    let child = command
+        .stdin(Stdio::null())
+        .stdout(Stdio::null())
+        .stderr(log)
+        .spawn()?;
+    Ok(child)
 }
 
 /// Waits until a session can be established (not just a TCP accept).

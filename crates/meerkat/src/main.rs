@@ -1,7 +1,7 @@
-//! `meerkat`: the command-line entry point (server and data-dir tools today; cli, bench and
-//! ensemble to come).
+//! `meerkat`: the command-line entry point: server, data-dir tools, cli, bench and ensemble.
 
 mod data;
+mod ensemble;
 
 use anyhow::Context;
 use clap::{Parser, Subcommand};
@@ -34,6 +34,10 @@ enum Command {
     Data(data::DataCommand),
     /// Run a benchmark against meerkat, Apache ZooKeeper 3.9.3 and a null server, side by side.
     Bench(bench::BenchArgs),
+    /// A local ensemble in one command: `up -n 3`, `status`, `down` (data dirs, configs, pids
+    /// and logs under --dir, default ./meerkat-ensemble).
+    #[command(subcommand)]
+    Ensemble(ensemble::EnsembleCommand),
     /// A zkCli-style shell: `meerkat cli [-server HOSTS] [COMMAND ARGS...]`. With a command, runs
     /// it and exits with zkCli's codes (0 done, 1 failed, 127 unknown command, 2 bad
     /// invocation); without, an interactive shell with history and completion.
@@ -59,6 +63,7 @@ fn main() -> anyhow::Result<()> {
         Command::Server { config } => run_server(config),
         Command::Data(command) => data::run(command),
         Command::Bench(args) => run_bench(args),
+        Command::Ensemble(command) => ensemble::run(command),
         Command::Cli { args } => std::process::exit(cli::main(args)),
     }
 }

@@ -6,11 +6,18 @@
 use std::process::Command;
 
 fn run(scenario: &str, targets: &str) -> serde_json::Value {
-    let work = std::path::Path::new(env!("CARGO_TARGET_TMPDIR")).join(format!("bench-{scenario}"));
+    run_on(scenario, targets, 1)
+}
+
+/// Runs `scenario` with `servers` servers per target.
+fn run_on(scenario: &str, targets: &str, servers: usize) -> serde_json::Value {
+    let work = std::path::Path::new(env!("CARGO_TARGET_TMPDIR"))
+        .join(format!("bench-{scenario}-{servers}"));
     let _ = std::fs::remove_dir_all(&work);
     let out = work.join("out");
     let status = Command::new(env!("CARGO_BIN_EXE_meerkat"))
         .args(["bench", scenario, "--tiny", "--target", targets])
+        .args(["--servers", &servers.to_string()])
         .arg("--out")
         .arg(&out)
         .arg("--work-dir")
@@ -77,4 +84,47 @@ fn every_scenario_writes_a_complete_report() {
         check_rows(&r, &["meerkat"]);
         check_plots(&r);
     }
+}
+
+/// The ensemble scenarios (and read-ratio on an ensemble) against three meerkat servers: every
+/// row has meerkat's value, every chart is a PNG, and the failure scenarios report what they
+/// promise (the timeline and the marks, the time to the next write).
+#[test]
+fn ensemble_scenarios_write_complete_reports() {
+    let mut failures = serde_json::Value::Null;
+    for scenario in [
+        "read-ratio",
+        "leader-only",
+        "broadcast",
+        "failures",
+        "restore",
+    ] {
+        let r = run_on(scenario, "meerkat", 3);
+        assert_eq!(r["servers"].as_u64(), Some(3), "{scenario}");
+        check_rows(&r, &["meerkat"]);
+        check_plots(&r);
+        for p in r["plots"].as_array().unwrap() {
+            assert!(p.as_str().unwrap().ends_with("-3servers.png"), "{p}");
+        }
+        if scenario == "failures" {
+            failures = r;
+        }
+    }
+    let r = failures;
+    let details = &r["details"]["meerkat"];
+    assert_eq!(details["marks"].as_array().map(Vec::len), Some(4));
+    let timeline = details["result"]["ops_per_sec"]
+        .as_array()
+        .expect("timeline");
+    assert!(timeline.iter().any(|v| v.as_f64().unwrap() > 0.0));
+    assert!(details["result"]["leader_kill_to_write_ms"]
+        .as_f64()
+        .is_some());
+    let metrics: Vec<&str> = r["rows"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|row| row["metric"].as_str().unwrap())
+        .collect();
+    assert!(metrics.contains(&"leader kill→write ms"), "{metrics:?}");
 }

@@ -8,9 +8,7 @@
 //!
 //! Measured: barrier rounds completed per second and the time of a round, for every client.
 
-use super::{
-    durable_settings, ensure_node, launch, open_acl, row, target_dir, Chart, Context, Outcome,
-};
+use super::{durable_settings, launch, open_acl, row, target_dir, Chart, Context, Outcome};
 use crate::wire::Session;
 use anyhow::Context as _;
 use proto::jute::{Reader, Record};
@@ -33,17 +31,17 @@ pub async fn barrier(ctx: &Context) -> anyhow::Result<Outcome> {
             ctx.step(format!("barrier {case} on {}", target.name()));
             let dir = target_dir(ctx, "barrier", target, &case);
             let server = launch(ctx, target, &dir, &durable_settings(&[])).await?;
-            ensure_node(server.addr, "/barrier", 0)
+            let round_paths: Vec<String> = std::iter::once("/barrier".to_string())
+                .chain((0..rounds).map(|k| format!("/barrier/r{k}")))
+                .collect();
+            let setup: Vec<(&str, usize)> = round_paths.iter().map(|p| (p.as_str(), 0)).collect();
+            super::prepare(&server, &setup)
                 .await
-                .context("create /barrier")?;
-            for k in 0..rounds {
-                ensure_node(server.addr, &format!("/barrier/r{k}"), 0)
-                    .await
-                    .context("create a round's barrier")?;
-            }
+                .context("create the barriers")?;
             let mut sessions = Vec::with_capacity(n);
-            for _ in 0..n {
-                sessions.push(Session::open(server.addr, 30_000).await?);
+            for i in 0..n {
+                let addr = server.addrs[i % server.addrs.len()];
+                sessions.push(Session::open(addr, 30_000).await?);
             }
             let started = Instant::now();
             let tasks: Vec<_> = sessions

@@ -8,8 +8,15 @@
 //! * [`queue`]: the sequential-znode message queue (thesis Fig. 5.6).
 //! * [`barrier`]: double barriers (paper Table 3).
 //! * [`persistence`]: snapshot (thesis Table A.4) and restart.
+//! * [`ensemble`]: leader-only (paper Fig. 6) and broadcast (paper Fig. 7).
+//! * [`failures`]: failures (paper Fig. 8) and restore (thesis Fig. 5.4).
+//!
+//! With `--servers N` every target but `null` runs as an ensemble of N servers and clients
+//! spread over them round-robin; `null` stays one in-process server.
 
 pub mod barrier;
+pub mod ensemble;
+pub mod failures;
 pub mod persistence;
 pub mod queue;
 pub mod reads;
@@ -71,6 +78,8 @@ pub struct Context {
     pub work_dir: PathBuf,
     pub out_dir: PathBuf,
     pub scale: Scale,
+    /// Servers per target (1 = standalone); `null` is always standalone.
+    pub servers: usize,
     pub progress: indicatif::ProgressBar,
 }
 
@@ -81,8 +90,33 @@ impl Context {
         self.progress.set_message(what);
     }
 
+    /// `<out>/<name>.png`, or `<name>-<N>servers.png` for ensembles, so the charts of one
+    /// scenario at different sizes can sit side by side.
     pub fn plot_path(&self, name: &str) -> PathBuf {
-        self.out_dir.join(format!("{name}.png"))
+        if self.servers > 1 {
+            self.out_dir
+                .join(format!("{name}-{}servers.png", self.servers))
+        } else {
+            self.out_dir.join(format!("{name}.png"))
+        }
+    }
+
+    /// Servers `target` runs with.
+    pub fn servers_for(&self, target: Target) -> usize {
+        if target == Target::Null {
+            1
+        } else {
+            self.servers
+        }
+    }
+
+    /// "standalone" or "3 servers", for chart titles.
+    pub fn topology_label(&self) -> String {
+        if self.servers > 1 {
+            format!("{} servers", self.servers)
+        } else {
+            "standalone".into()
+        }
     }
 
     /// Targets that run servers (everything but `null`).
@@ -179,7 +213,27 @@ pub async fn launch(
     dir: &Path,
     settings: &ServerSettings,
 ) -> anyhow::Result<Launched> {
-    target::launch(target, &ctx.programs, dir, settings).await
+    let servers = ctx.servers_for(target);
+    target::launch(target, &ctx.programs, dir, settings, servers).await
+}
+
+/// Creates the `setup` znodes through the first server, then syncs every server so that a
+/// client on any of them finds them (a follower may apply a commit a moment after the leader).
+pub async fn prepare(server: &Launched, setup: &[(&str, usize)]) -> anyhow::Result<()> {
+    if server.target == Target::Null {
+        return Ok(());
+    }
+    for (path, len) in setup {
+        ensure_node(server.addr, path, *len).await?;
+    }
+    for &addr in server.addrs.iter().skip(1) {
+        let mut session = crate::wire::Session::open(addr, 30_000).await?;
+        let sync = Request::Sync(proto::PathRecord { path: "/".into() });
+        let (reply, _) = session.call(1, &sync).await?;
+        anyhow::ensure!(reply.err == 0, "sync on {addr}: error {}", reply.err);
+        session.close().await?;
+    }
+    Ok(())
 }
 
 pub fn row(case: &str, metric: &str, higher_is_better: bool) -> Row {
@@ -261,11 +315,7 @@ pub async fn each_target(
         ctx.step(format!("{scenario} {case} on {}", target.name()));
         let dir = target_dir(ctx, scenario, target, case);
         let server = launch(ctx, target, &dir, &durable_settings(&[])).await?;
-        if target != Target::Null {
-            for (path, len) in setup {
-                ensure_node(server.addr, path, *len).await?;
-            }
-        }
+        prepare(&server, setup).await?;
         let spec = crate::load::LoadSpec {
             clients,
             window,
@@ -273,17 +323,23 @@ pub async fn each_target(
             warmup: ctx.scale.warmup(),
             make: make.clone(),
         };
-        let result = crate::load::run(server.addr, &spec).await?;
-        anyhow::ensure!(
-            result.errors == 0,
-            "{} answered {} requests with errors",
-            target.name(),
-            result.errors
-        );
+        let result = crate::load::run(&server.addrs, &spec).await?;
+        no_errors(target, &result)?;
         server.stop();
         results.push((target, result));
     }
     Ok(results)
+}
+
+/// Fails when any request of `result` was answered with an error.
+pub fn no_errors(target: Target, result: &LoadResult) -> anyhow::Result<()> {
+    anyhow::ensure!(
+        result.errors == 0,
+        "{} answered {} requests with errors",
+        target.name(),
+        result.errors
+    );
+    Ok(())
 }
 
 /// Runs each case (name, clients with `window` in flight) against every target and returns
@@ -323,17 +379,19 @@ pub async fn timeline_cases(
 }
 
 /// Steps a scenario will take, for the progress bar.
-pub fn steps(scenario: crate::Scenario, ctx_targets: usize, scale: Scale) -> u64 {
+pub fn steps(scenario: crate::Scenario, ctx_targets: usize, scale: Scale, servers: usize) -> u64 {
     use crate::Scenario as S;
     let t = ctx_targets as u64;
     match scenario {
         S::SyncCreate | S::SyncGet => 2 * t,
-        S::GroupCommit | S::Cpu => t,
+        S::GroupCommit | S::Cpu | S::Failures => t,
         S::CreateLatency => 3 * t,
         S::ReadRatio => scale.pick(3, 6, 11) * t,
         S::Queue => 2 * t,
         S::Barrier => scale.pick(1, 2, 3) * t,
         S::Snapshot => 3,
-        S::Restart => scale.pick(1, 2, 3) * t,
+        S::Restart | S::Restore => scale.pick(1, 2, 3) * t,
+        S::LeaderOnly => 2 * scale.pick(2, 3, 6) * t,
+        S::Broadcast => ensemble::broadcast_sizes(servers).len() as u64 * t,
     }
 }

@@ -147,7 +147,7 @@ async fn restart_one(ctx: &Context, n: usize) -> anyhow::Result<(Vec<Row>, serde
         .await?;
         ensure_node(server.addr, "/fill", 0).await?;
         let fill_started = Instant::now();
-        fill(server.addr, n).await?;
+        fill(&server.addrs, n, "").await?;
         let fill_secs = fill_started.elapsed().as_secs_f64();
         let one_client = |tag: &'static str| LoadSpec {
             clients: 1,
@@ -156,7 +156,7 @@ async fn restart_one(ctx: &Context, n: usize) -> anyhow::Result<(Vec<Row>, serde
             warmup: ctx.scale.warmup(),
             make: Arc::new(move |_, i| create_request(format!("/fill/{tag}-{i}"), PAYLOAD_281, 0)),
         };
-        let quiet = load::run(server.addr, &one_client("quiet")).await?;
+        let quiet = load::run(&server.addrs, &one_client("quiet")).await?;
         server.stop();
         let started = Instant::now();
         let server = launch(
@@ -167,7 +167,7 @@ async fn restart_one(ctx: &Context, n: usize) -> anyhow::Result<(Vec<Row>, serde
         )
         .await?;
         let restart = started.elapsed().as_secs_f64() * 1000.0;
-        let busy = load::run(server.addr, &one_client("busy")).await?;
+        let busy = load::run(&server.addrs, &one_client("busy")).await?;
         server.stop();
         restart_ms.values.insert(target.name().into(), restart);
         p99_quiet
@@ -187,12 +187,15 @@ async fn restart_one(ctx: &Context, n: usize) -> anyhow::Result<(Vec<Row>, serde
     ))
 }
 
-/// Creates `n` znodes of 300 bytes under /fill with pipelined clients.
-async fn fill(addr: std::net::SocketAddr, n: usize) -> anyhow::Result<()> {
+/// Creates `n` znodes of 300 bytes, `/fill/<tag>c<c>-<i>`, with 8 pipelined clients spread
+/// over `addrs`.
+pub async fn fill(addrs: &[std::net::SocketAddr], n: usize, tag: &str) -> anyhow::Result<()> {
     let clients = 8;
     let per_client = n.div_ceil(clients);
     let mut tasks = Vec::new();
     for c in 0..clients {
+        let addr = addrs[c % addrs.len()];
+        let prefix = format!("/fill/{tag}c{c}-");
         tasks.push(tokio::spawn(async move {
             use tokio::io::AsyncWriteExt;
             let mut session = crate::wire::Session::open(addr, 30_000).await?;
@@ -205,7 +208,7 @@ async fn fill(addr: std::net::SocketAddr, n: usize) -> anyhow::Result<()> {
                     crate::wire::encode_request(
                         &mut out,
                         sent as i32 + 1,
-                        &create_request(format!("/fill/c{c}-{sent}"), 300, 0),
+                        &create_request(format!("{prefix}{sent}"), 300, 0),
                     );
                     sent += 1;
                 }

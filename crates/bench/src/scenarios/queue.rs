@@ -4,8 +4,7 @@
 //! won). Measured: messages consumed per second, and the time from listing to taking one.
 
 use super::{
-    create_request, durable_settings, ensure_node, launch, row, target_dir, Chart, Context,
-    Outcome, PAYLOAD_281,
+    create_request, durable_settings, launch, row, target_dir, Chart, Context, Outcome, PAYLOAD_281,
 };
 use crate::load::{self, ClientResult};
 use crate::wire::Session;
@@ -31,9 +30,9 @@ pub async fn queue(ctx: &Context) -> anyhow::Result<Outcome> {
             ctx.step(format!("queue {case} on {}", target.name()));
             let dir = target_dir(ctx, "queue", target, &case);
             let server = launch(ctx, target, &dir, &durable_settings(&[])).await?;
-            ensure_node(server.addr, "/queue", 0).await?;
+            super::prepare(&server, &[("/queue", 0)]).await?;
             let result = load::run_clients(
-                server.addr,
+                &server.addrs,
                 producers + consumers,
                 ctx.scale.warmup(),
                 ctx.scale.duration(),

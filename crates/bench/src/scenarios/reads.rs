@@ -1,7 +1,11 @@
 //! Read scenarios.
 
-use super::{each_target, load_rows, timeline_cases, Chart, Context, Outcome, PAYLOAD_281};
-use crate::load::MakeRequest;
+use super::{
+    durable_settings, launch, load_rows, no_errors, prepare, target_dir, timeline_cases, Chart,
+    Context, Outcome, PAYLOAD_281,
+};
+use crate::load::{self, LoadResult, LoadSpec, MakeRequest};
+use crate::target::Target;
 use proto::request::Request;
 use proto::{PathAndWatch, SetDataRequest};
 use std::sync::Arc;
@@ -25,46 +29,90 @@ pub async fn sync_get(ctx: &Context) -> anyhow::Result<Outcome> {
 
 /// Paper Fig. 5: saturated asynchronous clients (100 requests in flight each), 1 KB reads
 /// (getData) and writes (setData) of the client's own znode, the read share from 0 to 100 %.
+/// One server (or ensemble) per target runs every share in turn.
 pub async fn read_ratio(ctx: &Context) -> anyhow::Result<Outcome> {
     let shares: &[u32] = ctx.scale.pick(
         &[0, 50, 100],
         &[0, 20, 40, 60, 80, 100],
         &[0, 10, 20, 30, 40, 50, 60, 70, 80, 90, 100],
     );
-    let clients = ctx.scale.pick(2, 8, 16);
-    let setup: Vec<(String, usize)> = std::iter::once(("/bench".to_string(), 0))
-        .chain((0..clients).map(|c| (format!("/bench/c{c}"), 1024)))
-        .collect();
+    let clients = saturating_clients(ctx);
+    let setup = mix_setup(clients);
     let setup: Vec<(&str, usize)> = setup.iter().map(|(p, l)| (p.as_str(), *l)).collect();
-    let mut rows = Vec::new();
+    let mut results: Vec<Vec<(Target, LoadResult)>> = vec![Vec::new(); shares.len()];
+    for &target in &ctx.targets {
+        let dir = target_dir(ctx, "read-ratio", target, "all");
+        let server = launch(ctx, target, &dir, &durable_settings(&[])).await?;
+        prepare(&server, &setup).await?;
+        for (k, &share) in shares.iter().enumerate() {
+            ctx.step(format!("read-ratio {share}% reads on {}", target.name()));
+            let spec = saturated(ctx, clients, mix(share));
+            let result = load::run(&server.addrs, &spec).await?;
+            no_errors(target, &result)?;
+            results[k].push((target, result));
+        }
+        server.stop();
+    }
+    let (mut rows, mut series) = (Vec::new(), Vec::new());
     let mut details = serde_json::Map::new();
-    let mut series: Vec<crate::plot::Series> = Vec::new();
-    for &share in shares {
+    for (&share, results) in shares.iter().zip(&results) {
         let case = format!("{share}% reads");
-        let make: MakeRequest = Arc::new(move |c, i| {
-            // A fixed interleaving with exactly `share` reads in every hundred requests.
-            let path = format!("/bench/c{c}");
-            if (i % 100) < u64::from(share) {
-                Request::GetData(PathAndWatch { path, watch: false })
-            } else {
-                Request::SetData(SetDataRequest {
-                    path,
-                    data: Some(vec![b'r'; 1024]),
-                    version: -1,
-                })
-            }
-        });
-        let results = each_target(ctx, "read-ratio", &case, &setup, clients, 100, make).await?;
-        for (t, r) in &results {
+        for (t, r) in results {
             crate::plot::add_point(&mut series, t.name(), (f64::from(share), r.ops_per_sec));
             details.insert(format!("{case}/{}", t.name()), serde_json::to_value(r)?);
         }
-        rows.extend(load_rows(&case, &results).into_iter().take(1));
+        rows.extend(load_rows(&case, results).into_iter().take(1));
     }
+    let title = format!(
+        "read-ratio: saturated clients, 1 KB, {}",
+        ctx.topology_label()
+    );
     let chart = Chart {
-        title: "read-ratio: saturated clients, 1 KB, standalone",
+        title: &title,
         x: "percentage of reads",
         y: "operations per second",
     };
     Outcome::charted(ctx, "read-ratio", chart, &series, rows, details)
+}
+
+/// Saturating clients for the paper's Fig. 5–7 workloads: 2, 8 or 16 (tiny, quick, full),
+/// rounded up to a multiple of the servers so each server gets as many.
+pub fn saturating_clients(ctx: &Context) -> usize {
+    let clients: usize = ctx.scale.pick(2, 8, 16);
+    clients.div_ceil(ctx.servers) * ctx.servers
+}
+
+/// `/bench` and one 1 KB znode per client, `/bench/c<c>`.
+pub fn mix_setup(clients: usize) -> Vec<(String, usize)> {
+    std::iter::once(("/bench".to_string(), 0))
+        .chain((0..clients).map(|c| (format!("/bench/c{c}"), 1024)))
+        .collect()
+}
+
+/// Requests on the client's own 1 KB znode, `share` getData in every hundred, the rest
+/// setData, in a fixed interleaving.
+pub fn mix(share: u32) -> MakeRequest {
+    Arc::new(move |c, i| {
+        let path = format!("/bench/c{c}");
+        if (i % 100) < u64::from(share) {
+            Request::GetData(PathAndWatch { path, watch: false })
+        } else {
+            Request::SetData(SetDataRequest {
+                path,
+                data: Some(vec![b'r'; 1024]),
+                version: -1,
+            })
+        }
+    })
+}
+
+/// `clients` sessions with 100 requests each in flight for the scale's duration.
+pub fn saturated(ctx: &Context, clients: usize, make: MakeRequest) -> LoadSpec {
+    LoadSpec {
+        clients,
+        window: 100,
+        duration: ctx.scale.duration(),
+        warmup: ctx.scale.warmup(),
+        make,
+    }
 }

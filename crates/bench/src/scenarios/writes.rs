@@ -2,7 +2,6 @@
 
 use super::{create_request, row, timeline_cases, Chart, Context, Outcome, PAYLOAD_281};
 use crate::load::{self, MakeRequest};
-use crate::target::Target;
 use std::sync::Arc;
 
 /// Thesis Fig. 5.1: 1 and 60 synchronous clients creating 281-byte ephemeral-sequential znodes.
@@ -64,11 +63,9 @@ pub async fn create_latency(ctx: &Context) -> anyhow::Result<Outcome> {
             ctx.step(format!("create-latency {case} on {}", target.name()));
             let dir = super::target_dir(ctx, "create-latency", target, &case);
             let server = super::launch(ctx, target, &dir, &super::durable_settings(&[])).await?;
-            if target != Target::Null {
-                super::ensure_node(server.addr, "/bench", 0).await?;
-            }
+            super::prepare(&server, &[("/bench", 0)]).await?;
             let result = load::run_clients(
-                server.addr,
+                &server.addrs,
                 n,
                 ctx.scale.warmup(),
                 ctx.scale.duration(),
@@ -113,12 +110,12 @@ pub async fn cpu(ctx: &Context) -> anyhow::Result<Outcome> {
         ctx.step(format!("cpu on {}", target.name()));
         let dir = super::target_dir(ctx, "cpu", target, "60");
         let server = super::launch(ctx, target, &dir, &super::durable_settings(&[])).await?;
-        super::ensure_node(server.addr, "/bench", 0).await?;
-        let pid = server
-            .pid()
-            .ok_or_else(|| anyhow::anyhow!("no server process"))?;
-        let sampler = tokio::spawn(sample_cpu(pid, ctx.scale.warmup() + ctx.scale.duration()));
-        let before = crate::cpu::pid_cpu_seconds(pid).unwrap_or(0.0);
+        super::prepare(&server, &[("/bench", 0)]).await?;
+        let pids = server.pids();
+        anyhow::ensure!(!pids.is_empty(), "no server process");
+        let total = ctx.scale.warmup() + ctx.scale.duration();
+        let sampler = tokio::spawn(sample_cpu(pids.clone(), total));
+        let before = pids_cpu_seconds(&pids, 0.0);
         let started = std::time::Instant::now();
         let make: MakeRequest =
             Arc::new(|c, i| create_request(format!("/bench/c{c}-{i}-"), PAYLOAD_281, 3));
@@ -129,8 +126,8 @@ pub async fn cpu(ctx: &Context) -> anyhow::Result<Outcome> {
             warmup: ctx.scale.warmup(),
             make,
         };
-        let result = load::run(server.addr, &spec).await?;
-        let used = crate::cpu::pid_cpu_seconds(pid).unwrap_or(0.0) - before;
+        let result = load::run(&server.addrs, &spec).await?;
+        let used = pids_cpu_seconds(&pids, before) - before;
         let wall = started.elapsed().as_secs_f64();
         let samples = sampler.await?;
         server.stop();
@@ -163,15 +160,23 @@ pub async fn cpu(ctx: &Context) -> anyhow::Result<Outcome> {
     Outcome::charted(ctx, "cpu", chart, &series, rows, details)
 }
 
-/// CPU cores used by `pid`, sampled each half second.
-async fn sample_cpu(pid: u32, total: std::time::Duration) -> Vec<(f64, f64)> {
+/// CPU seconds all of `pids` have used (`fallback` if any cannot be read).
+fn pids_cpu_seconds(pids: &[u32], fallback: f64) -> f64 {
+    pids.iter()
+        .map(|&pid| crate::cpu::pid_cpu_seconds(pid))
+        .sum::<Option<f64>>()
+        .unwrap_or(fallback)
+}
+
+/// CPU cores used by `pids` together (every server of an ensemble), sampled each half second.
+async fn sample_cpu(pids: Vec<u32>, total: std::time::Duration) -> Vec<(f64, f64)> {
     let step = std::time::Duration::from_millis(500);
     let started = std::time::Instant::now();
-    let mut last = crate::cpu::pid_cpu_seconds(pid).unwrap_or(0.0);
+    let mut last = pids_cpu_seconds(&pids, 0.0);
     let mut points = Vec::new();
     while started.elapsed() < total {
         tokio::time::sleep(step).await;
-        let now = crate::cpu::pid_cpu_seconds(pid).unwrap_or(last);
+        let now = pids_cpu_seconds(&pids, last);
         points.push((
             started.elapsed().as_secs_f64(),
             (now - last) / step.as_secs_f64(),

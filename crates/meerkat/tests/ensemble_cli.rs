@@ -1,0 +1,148 @@
+//! `meerkat ensemble` end to end: `up -n 3` starts three real server processes that elect one
+//! leader, a write through one server is read on another, and `down` leaves none of the
+//! recorded processes running. Every wait is bounded.
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output};
+use std::time::{Duration, Instant};
+
+const SERVERS: usize = 3;
+
+fn meerkat(args: &[&str], dir: &Path) -> Output {
+    Command::new(env!("CARGO_BIN_EXE_meerkat"))
+        .args(args)
+        .arg("--dir")
+        .arg(dir)
+        .output()
+        .expect("run meerkat")
+}
+
+fn text(output: &Output) -> String {
+    format!(
+        "status {:?}\nstdout:\n{}\nstderr:\n{}",
+        output.status,
+        String::from_utf8_lossy(&output.stdout),
+        String::from_utf8_lossy(&output.stderr)
+    )
+}
+
+/// A base port whose client, quorum and election ports are all free now.
+fn free_base_port() -> u16 {
+    let seed = u64::from(std::process::id()) * 7919;
+    for attempt in 0..200u64 {
+        let base = 20_000 + ((seed + attempt * 613) % 40_000) as u16;
+        let topology = bench::ensemble::Topology::from_base(SERVERS, 0, base);
+        if topology.is_ok_and(|t| t.ports_in_use().is_empty()) {
+            return base;
+        }
+    }
+    panic!("no free range of ports found");
+}
+
+/// Runs `meerkat ensemble down` when the test ends, whatever happened.
+struct Down(PathBuf);
+
+impl Drop for Down {
+    fn drop(&mut self) {
+        if self.0.join("ensemble.json").exists() {
+            let _ = meerkat(&["ensemble", "down"], &self.0);
+        }
+    }
+}
+
+/// Whether `pid` is a live (not zombie) process.
+fn alive(pid: u64) -> bool {
+    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).unwrap_or_default();
+    let state = stat
+        .rfind(')')
+        .and_then(|i| stat[i + 1..].split_whitespace().next());
+    state.is_some_and(|s| s != "Z")
+}
+
+fn recorded_pids(dir: &Path) -> Vec<u64> {
+    let record: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(dir.join("ensemble.json")).unwrap()).unwrap();
+    let servers = record["servers"].as_array().expect("servers");
+    servers.iter().map(|s| s["pid"].as_u64().unwrap()).collect()
+}
+
+/// The role column of each server line of `status`.
+fn roles(status: &str) -> Vec<String> {
+    status
+        .lines()
+        .filter(|l| {
+            l.split_whitespace()
+                .next()
+                .is_some_and(|w| w.parse::<u64>().is_ok())
+        })
+        .map(|l| l.split_whitespace().nth(4).unwrap_or("").to_string())
+        .collect()
+}
+
+#[test]
+fn up_status_write_read_down() {
+    let tmp = tempfile::tempdir().unwrap();
+    let dir = tmp.path().join("ens");
+    let _down = Down(dir.clone());
+    let base = free_base_port().to_string();
+    let up = meerkat(&["ensemble", "up", "-n", "3", "--base-port", &base], &dir);
+    assert!(up.status.success(), "up failed: {}", text(&up));
+    let up_out = String::from_utf8_lossy(&up.stdout).to_string();
+    assert!(up_out.contains("connect string: 127.0.0.1:"), "{up_out}");
+    let pids = recorded_pids(&dir);
+    assert_eq!(pids.len(), SERVERS);
+
+    let status = meerkat(&["ensemble", "status"], &dir);
+    assert!(status.status.success(), "status failed: {}", text(&status));
+    let status_out = String::from_utf8_lossy(&status.stdout).to_string();
+    let mut roles = roles(&status_out);
+    roles.sort();
+    assert_eq!(roles, ["follower", "follower", "leader"], "{status_out}");
+    assert!(status_out.contains("leader: server "), "{status_out}");
+
+    let base: u16 = base.parse().unwrap();
+    let runtime = tokio::runtime::Runtime::new().unwrap();
+    runtime.block_on(async {
+        tokio::time::timeout(Duration::from_secs(60), write_then_read_elsewhere(base))
+            .await
+            .expect("write and read within a minute");
+    });
+
+    let down = meerkat(&["ensemble", "down"], &dir);
+    assert!(down.status.success(), "down failed: {}", text(&down));
+    assert!(!dir.join("ensemble.json").exists());
+    let deadline = Instant::now() + Duration::from_secs(10);
+    while pids.iter().any(|&p| alive(p)) {
+        assert!(Instant::now() < deadline, "servers {pids:?} still run");
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    assert!(dir.join("server-1/myid").exists(), "down keeps the data");
+}
+
+async fn write_then_read_elsewhere(base: u16) {
+    use client::{acl, Client, ClientConfig, CreateMode};
+    let first = format!("127.0.0.1:{base}");
+    let third = format!("127.0.0.1:{}", base + 2);
+    let writer = Client::connect(&first, ClientConfig::default())
+        .await
+        .expect("connect to server 1");
+    writer
+        .create(
+            "/ensemble-cli",
+            b"through server 1",
+            &acl::open_unsafe(),
+            CreateMode::Persistent,
+        )
+        .await
+        .expect("create");
+    let reader = Client::connect(&third, ClientConfig::default())
+        .await
+        .expect("connect to server 3");
+    // sync: server 3 has applied everything committed before it answers.
+    reader.sync("/ensemble-cli").await.expect("sync");
+    let (data, _) = reader.get_data("/ensemble-cli").await.expect("read");
+    assert_eq!(data, b"through server 1");
+    writer.close().await;
+    reader.close().await;
+}
