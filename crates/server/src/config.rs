@@ -66,6 +66,8 @@ pub const DEFAULT_SNAP_COUNT: u64 = 100_000;
 pub const DEFAULT_PRE_ALLOC_SIZE_KB: u64 = 65_536;
 pub const DEFAULT_FSYNC_WARNING_THRESHOLD_MS: u64 = 1000;
 pub const DEFAULT_AUTOPURGE_SNAP_RETAIN_COUNT: u32 = 3;
+pub const DEFAULT_PURGE_TIME_MS: u64 = 60_000;
+pub const DEFAULT_NUMBER_TO_RETAIN: u32 = 3;
 
 /// Everything the server needs from its configuration.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -99,6 +101,13 @@ pub struct ServerConfig {
     pub autopurge_purge_interval_hours: u32,
     /// In ticks; required once two or more participants are listed.
     pub init_limit: Option<u32>,
+    /// `diskless=true`: no transaction log; durability from the replicas, busy snapshots and
+    /// failure checkpoints (DESIGN.md §5, docs/durability.md).
+    pub diskless: bool,
+    /// Diskless: milliseconds between purges of old snapshots (the thesis's `PurgeTime`).
+    pub purge_time_ms: u64,
+    /// Diskless: snapshots kept by each purge, at least 1 (the thesis's `NumberToRetain`).
+    pub number_to_retain: u32,
     pub sync_limit: Option<u32>,
     /// The `server.N` lines, sorted by id.
     pub servers: Vec<ServerLine>,
@@ -137,6 +146,9 @@ impl ServerConfig {
             autopurge_purge_interval_hours: 0,
             init_limit: None,
             sync_limit: None,
+            diskless: false,
+            purge_time_ms: DEFAULT_PURGE_TIME_MS,
+            number_to_retain: DEFAULT_NUMBER_TO_RETAIN,
             servers: Vec::new(),
             entries: Vec::new(),
             warnings: Vec::new(),

@@ -129,6 +129,10 @@ fn srvr(core: &Core, asker: Option<std::net::SocketAddr>) -> String {
     let _ = writeln!(out, "Zxid: 0x{:x}", core.last_zxid());
     let _ = writeln!(out, "Mode: {}", server_state(core));
     let _ = writeln!(out, "Node count: {}", node_count(core));
+    if core.config.diskless {
+        // Not in ZooKeeper's srvr; stated so nobody mistakes the mode at 3 a.m.
+        out.push_str("Durability: diskless\n");
+    }
     if let Some(r) = core.replica.as_ref().filter(|r| r.is_leader()) {
         let s = &r.stats;
         let (min, max) = if s.proposals == 0 {
@@ -190,7 +194,9 @@ fn mntr(core: &Core) -> String {
         ("zk_connection_drop_probability", "0.0".into()),
         (
             "zk_durability_mode",
-            if core.config.force_sync {
+            if core.config.diskless {
+                "diskless"
+            } else if core.config.force_sync {
                 "durable"
             } else {
                 "durable-no-fsync"

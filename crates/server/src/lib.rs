@@ -165,7 +165,7 @@ pub async fn start(config: ServerConfig) -> Result<RunningServer, StartError> {
     let outstanding = Arc::new(move || global_limit.saturating_sub(permits.available_permits()));
     let boot = membership
         .as_ref()
-        .map(|_| zab_boot(&persistence, &recovered))
+        .map(|_| zab_boot(&persistence, &recovered, config.diskless))
         .transpose()?;
     let mut core = Core::new(
         config.clone(),
@@ -188,7 +188,10 @@ pub async fn start(config: ServerConfig) -> Result<RunningServer, StartError> {
         let clock = std::time::Instant::now();
         // Room for every server's clients' writes in flight, so the backlog rarely forms.
         let in_flight = config.global_outstanding_limit.max(1) as usize * membership.members();
-        let zab_config = membership.zab_config(config.tick_time_ms, in_flight);
+        let mut zab_config = membership.zab_config(config.tick_time_ms, in_flight);
+        if config.diskless {
+            zab_config.durability = zab::Durability::Diskless;
+        }
         tracing::info!(
             me = membership.me,
             voters = ?zab_config.voters,
@@ -216,6 +219,13 @@ pub async fn start(config: ServerConfig) -> Result<RunningServer, StartError> {
     } else {
         "standalone"
     };
+    if config.diskless && peer_rx.is_none() {
+        tracing::warn!(
+            "diskless=true on a standalone server: no transaction log and no replicas, so \
+             acknowledged writes after the last completed snapshot are LOST if this process \
+             stops. Diskless mode is meant for ensembles (docs/durability.md)"
+        );
+    }
     let core_task = tokio::spawn(run_core(
         core,
         core_rx,
@@ -232,7 +242,13 @@ pub async fn start(config: ServerConfig) -> Result<RunningServer, StartError> {
     tracing::info!(
         address = %client_address,
         mode,
-        durability = if config.force_sync { "durable" } else { "durable, forceSync=no (NOT crash-safe)" },
+        durability = if config.diskless {
+            "diskless (busy snapshots and failure checkpoints, no transaction log)"
+        } else if config.force_sync {
+            "durable"
+        } else {
+            "durable, forceSync=no (NOT crash-safe)"
+        },
         data_dir = %config.data_dir.display(),
         data_log_dir = %config.data_log_dir.display(),
         "meerkat serving"
@@ -253,12 +269,20 @@ fn persistence_options(
         force_sync: config.force_sync,
         segment_bytes: config.pre_alloc_size_kb.saturating_mul(1024).max(4096),
         snap_count: config.snap_count.max(2),
-        snap_retain_count: config.autopurge_snap_retain_count as usize,
-        purge_interval: std::time::Duration::from_secs(
-            u64::from(config.autopurge_purge_interval_hours) * 3600,
-        ),
+        // Diskless uses the thesis's keys: NumberToRetain snapshots, purged every PurgeTime.
+        snap_retain_count: if config.diskless {
+            config.number_to_retain.max(1) as usize
+        } else {
+            config.autopurge_snap_retain_count as usize
+        },
+        purge_interval: if config.diskless {
+            std::time::Duration::from_millis(config.purge_time_ms.max(1))
+        } else {
+            std::time::Duration::from_secs(u64::from(config.autopurge_purge_interval_hours) * 3600)
+        },
         fsync_warn: std::time::Duration::from_millis(config.fsync_warning_threshold_ms),
         replay: storage::Replay::ApplyAll,
+        diskless: config.diskless,
     }
 }
 
@@ -266,10 +290,17 @@ fn persistence_options(
 fn zab_boot(
     persistence: &storage::Persistence,
     recovered: &storage::Recovered,
+    diskless: bool,
 ) -> Result<zab::Boot, StartError> {
     let epochs = persistence.epochs()?;
-    let log = recovered
-        .log
+    let snapshot_zxid = recovered.tree.last_processed_zxid();
+    let (log, amnesia) = if diskless {
+        diskless_boot_log(persistence, snapshot_zxid, epochs.accepted)
+    } else {
+        // A durable member keeps what it acknowledged in its log.
+        (recovered.log.clone(), false)
+    };
+    let log = log
         .iter()
         .map(|txn| {
             Arc::new(zab::Entry {
@@ -282,12 +313,49 @@ fn zab_boot(
     Ok(zab::Boot {
         accepted_epoch: epochs.accepted,
         current_epoch: epochs.current,
-        snapshot_zxid: zab::Zxid::from_i64(recovered.tree.last_processed_zxid()),
+        snapshot_zxid: zab::Zxid::from_i64(snapshot_zxid),
         log,
-        // A durable member keeps what it acknowledged; amnesia is the diskless mode's case.
-        amnesia: false,
+        amnesia,
         incarnation: incarnation(),
     })
+}
+
+/// A diskless member's state at boot: whole (with the proposals its failure checkpoint saved)
+/// if the checkpoint is on disk, or amnesiac (DESIGN.md §5: it may have acknowledged what its
+/// newest snapshot lacks, so it must not vote until a leader has brought it up to date). A
+/// server that never took part in an epoch never acknowledged anything.
+fn diskless_boot_log(
+    persistence: &storage::Persistence,
+    snapshot_zxid: i64,
+    accepted_epoch: u32,
+) -> (Vec<proto::txn::Txn>, bool) {
+    match persistence.boot_checkpoint() {
+        Ok(Some(checkpoint)) => {
+            let saved: Vec<_> = checkpoint
+                .proposals
+                .into_iter()
+                .filter(|t| t.header.zxid > snapshot_zxid)
+                .collect();
+            tracing::info!(
+                proposals = saved.len(),
+                "diskless: a whole failure checkpoint is on disk; this server votes at once"
+            );
+            (saved, false)
+        }
+        Ok(None) if accepted_epoch == 0 => (Vec::new(), false),
+        Ok(None) => {
+            tracing::warn!(
+                "diskless: no failure checkpoint (the server stopped without one); it may have \
+                 acknowledged writes its snapshots lack, so it will not vote until a leader has \
+                 brought it up to date"
+            );
+            (Vec::new(), true)
+        }
+        Err(e) => {
+            tracing::error!(error = %e, "diskless: the failure checkpoint is damaged; treating this server as having lost what it acknowledged");
+            (Vec::new(), true)
+        }
+    }
 }
 
 /// A number unique to this boot of this server.

@@ -43,6 +43,8 @@ struct Ensemble {
     dirs: Vec<PathBuf>,
     client_ports: Vec<u16>,
     lines: String,
+    /// More zoo.cfg lines for every member.
+    extra: String,
 }
 
 impl Ensemble {
@@ -74,16 +76,24 @@ impl Ensemble {
             dirs,
             client_ports,
             lines,
+            extra: String::new(),
         }
+    }
+
+    fn diskless(n: usize) -> Ensemble {
+        let mut ensemble = Ensemble::new(n);
+        ensemble.extra = "diskless=true\n".into();
+        ensemble
     }
 
     fn config(&self, sid: usize) -> ServerConfig {
         let dir = &self.dirs[sid - 1];
         let text = format!(
-            "tickTime=100\ninitLimit=20\nsyncLimit=5\ndataDir={}\nclientPort={}\nclientPortAddress=127.0.0.1\npreAllocSize=1024\nmaxSessionTimeout=60000\n4lw.commands.whitelist=*\n{}",
+            "tickTime=100\ninitLimit=20\nsyncLimit=5\ndataDir={}\nclientPort={}\nclientPortAddress=127.0.0.1\npreAllocSize=1024\nmaxSessionTimeout=60000\n4lw.commands.whitelist=*\n{}{}",
             dir.display(),
             self.client_ports[sid - 1],
-            self.lines
+            self.lines,
+            self.extra
         );
         ServerConfig::parse(&text, "zoo.cfg").expect("valid zoo.cfg")
     }
@@ -549,6 +559,121 @@ async fn an_observer_serves_reads_and_writes_but_never_votes() {
             "an observer plus one voter kept serving"
         );
         tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    for s in servers.into_iter().flatten() {
+        s.shutdown().await;
+    }
+}
+
+/// Every member's znode count and digest (`mntr`, `hash`), once all serve and agree.
+async fn converged(ensemble: &Ensemble, members: &[usize]) -> (String, String) {
+    let deadline = Instant::now() + SERVING_WITHIN;
+    loop {
+        let mut seen = Vec::new();
+        for &sid in members {
+            let mntr = four_letter(ensemble.address(sid), "mntr").await;
+            let count = mntr
+                .lines()
+                .find_map(|l| l.strip_prefix("zk_znode_count\t").map(str::to_string))
+                .unwrap_or_default();
+            let hash = four_letter(ensemble.address(sid), "hash").await;
+            seen.push((count, hash));
+        }
+        if !seen[0].0.is_empty() && seen.iter().all(|s| *s == seen[0]) {
+            return seen.swap_remove(0);
+        }
+        assert!(
+            Instant::now() < deadline,
+            "members did not converge: {seen:?}"
+        );
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+}
+
+/// Writes `count` znodes under `prefix` through `conn`; all must be acknowledged.
+async fn write_many(conn: &mut Conn, prefix: &str, count: usize) -> Vec<String> {
+    let mut paths = Vec::new();
+    let mut xids = Vec::new();
+    for k in 0..count {
+        let path = format!("{prefix}{k}");
+        xids.push(conn.send(&create(&path, path.as_bytes(), 0)).await);
+        paths.push(path);
+    }
+    for xid in xids {
+        assert_eq!(conn.reply_to(xid).await.header.err, 0);
+    }
+    paths
+}
+
+async fn leader_of(ensemble: &Ensemble, members: &[usize]) -> usize {
+    let deadline = Instant::now() + SERVING_WITHIN;
+    loop {
+        for &sid in members {
+            if mode(ensemble.address(sid)).await == "leader" {
+                return sid;
+            }
+        }
+        assert!(Instant::now() < deadline, "no leader among {members:?}");
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn diskless_members_write_no_log_and_keep_every_acknowledged_write_through_restarts() {
+    let ensemble = Ensemble::diskless(3);
+    let mut servers = ensemble.start_all().await;
+    let all = [1, 2, 3];
+    let mut acked = Vec::new();
+    let mut round = 0;
+    // Thesis Alg. 5.2: restart a follower, kill the leader, restart it, restart both
+    // followers; after each step every member agrees and has every acknowledged write.
+    let steps: [&str; 3] = ["follower", "leader", "final"];
+    for step in steps {
+        let leader = leader_of(&ensemble, &all).await;
+        let mut writer = serving_session(ensemble.address(leader)).await;
+        round += 1;
+        acked.extend(write_many(&mut writer, &format!("/s{round}-"), 40).await);
+        drop(writer);
+        let followers: Vec<usize> = all.iter().copied().filter(|&s| s != leader).collect();
+        let victims: Vec<usize> = match step {
+            "follower" => vec![followers[0]],
+            "leader" => vec![leader],
+            "both-followers" => followers.clone(),
+            _ => vec![],
+        };
+        for &sid in &victims {
+            servers[sid - 1].take().unwrap().shutdown().await;
+        }
+        for &sid in &victims {
+            servers[sid - 1] = Some(ensemble.start(sid).await);
+        }
+        let (count, digest) = converged(&ensemble, &all).await;
+        let mut reader = serving_session(ensemble.address(followers[0])).await;
+        for path in &acked {
+            assert_eq!(
+                read_after_sync(&mut reader, path).await,
+                Ok(path.as_bytes().to_vec()),
+                "{path} after step {step}"
+            );
+        }
+        eprintln!("after {step}: {count} znodes, digest {}", digest.trim());
+    }
+    // Thesis Alg. 5.1: snapshots and epoch files only, no transaction log.
+    for dir in &ensemble.dirs {
+        let files: Vec<String> = std::fs::read_dir(dir.join("meerkat-1"))
+            .unwrap()
+            .map(|e| e.unwrap().file_name().to_string_lossy().to_string())
+            .collect();
+        assert!(
+            // snap-*.tmp is a busy snapshot being written; LOCK is the data dir's lock.
+            files.iter().all(|f| f.starts_with("snap-")
+                || f == "acceptedEpoch"
+                || f == "currentEpoch"
+                || f == "checkpoint"
+                || f == "LOCK"),
+            "a diskless member wrote more than snapshots and epochs: {files:?}"
+        );
+        assert!(files.iter().any(|f| f.starts_with("snap-")), "{files:?}");
     }
     for s in servers.into_iter().flatten() {
         s.shutdown().await;

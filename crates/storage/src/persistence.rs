@@ -5,8 +5,11 @@
 //! * `Durable` (the default): every transaction is appended to the log and fsynced (group
 //!   commit) before `on_durable` reports it; a snapshot every `snapCount` transactions,
 //!   randomised per server so an ensemble does not snapshot in unison.
-//! * The diskless mode will plug in here: no log append (`on_durable` at once), a snapshot
-//!   started after every write when none runs, and a complete snapshot at failure checkpoints.
+//! * `Diskless` (DESIGN.md §5, thesis ch. 4): no log; `on_durable` reports each transaction as
+//!   soon as it is handed over. A snapshot starts after every applied write when none is
+//!   running (busy snapshots), old snapshots are purged every `purge_interval` keeping
+//!   `snap_retain_count`, and [`Persistence::checkpoint`] writes a complete snapshot plus the
+//!   acknowledged-uncommitted proposals when the server loses its leader or quorum.
 
 use crate::error::{Result, StorageError};
 use crate::fs::FileSystem;
@@ -36,6 +39,8 @@ pub struct PersistenceOptions {
     pub fsync_warn: Duration,
     /// Standalone applies the whole log at start-up; an ensemble member hands it to Zab.
     pub replay: crate::recovery::Replay,
+    /// No transaction log: busy snapshots and failure checkpoints instead.
+    pub diskless: bool,
 }
 
 /// Numbers for operators.
@@ -52,7 +57,13 @@ pub struct SnapshotStats {
 pub struct Persistence {
     fs: Arc<dyn FileSystem>,
     options: PersistenceOptions,
-    wal: GroupCommit,
+    /// The log writer; none in diskless mode.
+    wal: Option<GroupCommit>,
+    wal_stats: Arc<WalStats>,
+    /// Diskless: reports durability as transactions are handed over.
+    durable_now: Option<Box<dyn FnMut(i64) + Send>>,
+    /// Diskless: a whole checkpoint is on disk and must go before anything new is acknowledged.
+    checkpoint_on_disk: bool,
     since_snapshot: u64,
     next_snapshot_at: u64,
     snapshot_running: Arc<AtomicBool>,
@@ -80,26 +91,42 @@ impl Persistence {
             );
         }
         let recovered = recovery::recover_with(fs.as_ref(), &options.layout, options.replay)?;
-        let writer = WalWriter::new(
-            fs.clone(),
-            options.layout.clone(),
-            recovered.last_zxid,
-            options.segment_bytes,
-            recovered.generation,
-        );
-        let wal = GroupCommit::start(
-            writer,
-            GroupCommitOptions {
-                force_sync: options.force_sync,
-                fsync_warn: options.fsync_warn,
-            },
-            on_durable,
-            on_failure,
-        )
-        .map_err(StorageError::io(
-            "start log writer thread",
-            &options.layout.wal_dir,
-        ))?;
+        let (wal, durable_now) = if options.diskless {
+            // Epoch files and snapshots live in the snapshot dir; make sure it exists.
+            fs.create_dir_all(&options.layout.snap_dir)
+                .map_err(StorageError::io(
+                    "create data directory",
+                    &options.layout.snap_dir,
+                ))?;
+            (None, Some(on_durable))
+        } else {
+            let writer = WalWriter::new(
+                fs.clone(),
+                options.layout.clone(),
+                recovered.last_zxid,
+                options.segment_bytes,
+                recovered.generation,
+            );
+            let wal = GroupCommit::start(
+                writer,
+                GroupCommitOptions {
+                    force_sync: options.force_sync,
+                    fsync_warn: options.fsync_warn,
+                },
+                on_durable,
+                on_failure,
+            )
+            .map_err(StorageError::io(
+                "start log writer thread",
+                &options.layout.wal_dir,
+            ))?;
+            (Some(wal), None)
+        };
+        let wal_stats = wal.as_ref().map_or_else(Arc::default, |w| w.stats.clone());
+        let checkpoint_on_disk = options.diskless
+            && fs
+                .list(&options.layout.snap_dir)
+                .is_ok_and(|names| names.iter().any(|n| n == crate::checkpoint::FILE_NAME));
         let random = seed();
         let mut persistence = Persistence {
             fs,
@@ -107,6 +134,9 @@ impl Persistence {
                 .then(|| Instant::now() + options.purge_interval),
             options,
             wal,
+            wal_stats,
+            durable_now,
+            checkpoint_on_disk,
             since_snapshot: 0,
             next_snapshot_at: 0,
             snapshot_running: Arc::new(AtomicBool::new(false)),
@@ -120,16 +150,76 @@ impl Persistence {
 
     /// Queues a transaction for the log. Its durability is reported through `on_durable`.
     pub fn append(&mut self, txn: &Txn) -> Result<()> {
-        self.wal.append(txn.header.zxid, encode_txn(txn))
+        if let Some(wal) = &self.wal {
+            return wal.append(txn.header.zxid, encode_txn(txn));
+        }
+        // Diskless: the proposal lives in memory only, so a checkpoint that claims this
+        // server's disk holds everything it acknowledged must go before it is acknowledged.
+        if self.checkpoint_on_disk {
+            crate::checkpoint::remove(self.fs.as_ref(), &self.options.layout)?;
+            self.checkpoint_on_disk = false;
+        }
+        if let Some(report) = self.durable_now.as_mut() {
+            report(txn.header.zxid);
+        }
+        Ok(())
+    }
+
+    /// Diskless: the failure checkpoint. Writes a complete snapshot of `tree` and then the
+    /// acknowledged proposals it does not contain, durably, before returning; afterwards this
+    /// server's disk holds everything it acknowledged. Blocks the caller, which is the point:
+    /// the server takes no requests until it is done (thesis Alg. 4.2).
+    pub fn checkpoint(&mut self, tree: &DataTree, proposals: &[Txn]) -> Result<()> {
+        while self.snapshot_running.load(Ordering::Acquire) {
+            std::thread::sleep(Duration::from_millis(1));
+        }
+        let frozen = tree.freeze();
+        let started = Instant::now();
+        snapshot_file::write(
+            self.fs.as_ref(),
+            &self.options.layout,
+            &frozen,
+            wall_ms(),
+            self.generation,
+        )?;
+        let after: Vec<Txn> = proposals
+            .iter()
+            .filter(|t| t.header.zxid > frozen.zxid())
+            .cloned()
+            .collect();
+        crate::checkpoint::write(
+            self.fs.as_ref(),
+            &self.options.layout,
+            frozen.zxid(),
+            &after,
+        )?;
+        self.checkpoint_on_disk = true;
+        tracing::info!(
+            zxid = format!("{:#x}", frozen.zxid()),
+            nodes = frozen.node_count(),
+            proposals = after.len(),
+            ms = started.elapsed().as_millis() as u64,
+            "failure checkpoint written: a complete snapshot and the acknowledged proposals"
+        );
+        Ok(())
+    }
+
+    /// Diskless: the checkpoint left by the last failure, if it is whole.
+    pub fn boot_checkpoint(&self) -> Result<Option<crate::checkpoint::Checkpoint>> {
+        crate::checkpoint::read(self.fs.as_ref(), &self.options.layout)
+    }
+
+    pub fn is_diskless(&self) -> bool {
+        self.wal.is_none()
     }
 
     /// Call after applying each transaction: starts a snapshot when enough have accumulated
     /// (and none is running), and purges when its interval has passed.
     pub fn applied(&mut self, tree: &DataTree) {
         self.since_snapshot += 1;
-        if self.since_snapshot >= self.next_snapshot_at
-            && !self.snapshot_running.load(Ordering::Acquire)
-        {
+        // Diskless: busy snapshots (thesis Alg. 4.1), so their frequency falls as the tree grows.
+        let due = self.wal.is_none() || self.since_snapshot >= self.next_snapshot_at;
+        if due && !self.snapshot_running.load(Ordering::Acquire) {
             self.snapshot(tree);
         }
         if self.next_purge.is_some_and(|at| Instant::now() >= at) {
@@ -150,6 +240,11 @@ impl Persistence {
         let (fs, layout) = (self.fs.clone(), self.options.layout.clone());
         let (running, stats) = (self.snapshot_running.clone(), self.snapshot_stats.clone());
         let generation = self.generation;
+        // Diskless snapshots come back to back: purge after each, or they fill the disk.
+        let purge_after = self
+            .wal
+            .is_none()
+            .then_some(self.options.snap_retain_count.max(1));
         let spawned = std::thread::Builder::new()
             .name("meerkat-snapshot".into())
             .spawn(move || {
@@ -163,18 +258,23 @@ impl Persistence {
                         stats.last_bytes.store(written.bytes, Ordering::Relaxed);
                         stats.total_millis.fetch_add(ms, Ordering::Relaxed);
                         stats.max_millis.fetch_max(ms, Ordering::Relaxed);
-                        tracing::info!(
-                            path = %written.path.display(),
-                            zxid = format!("{:#x}", frozen.zxid()),
-                            nodes = frozen.node_count(),
-                            bytes = written.bytes,
+                        log_snapshot_written(
+                            purge_after.is_some(),
+                            &written.path,
+                            frozen.zxid(),
+                            frozen.node_count(),
+                            written.bytes,
                             ms,
-                            "snapshot written"
                         );
                     }
                     // A failed snapshot loses nothing (the log still has everything); say so
                     // and try again at the next interval.
                     Err(e) => tracing::error!(error = %e, "snapshot failed; the log still holds every transaction"),
+                }
+                if let Some(retain) = purge_after {
+                    if let Err(e) = purge::purge_keeping(fs.as_ref(), &layout, retain) {
+                        tracing::error!(error = %e, "purge of old snapshots failed");
+                    }
                 }
                 running.store(false, Ordering::Release);
             });
@@ -206,11 +306,11 @@ impl Persistence {
     }
 
     pub fn wal_stats(&self) -> &Arc<WalStats> {
-        &self.wal.stats
+        &self.wal_stats
     }
 
     pub fn has_failed(&self) -> bool {
-        self.wal.has_failed()
+        self.wal.as_ref().is_some_and(GroupCommit::has_failed)
     }
 
     pub fn options(&self) -> &PersistenceOptions {
@@ -230,7 +330,11 @@ impl Persistence {
     /// Synchronous (Zab's TRUNC): writes what is queued, then durably drops every log record
     /// after `zxid`.
     pub fn truncate_log_after(&mut self, zxid: i64) -> Result<()> {
-        self.wal.truncate_after(zxid)
+        match &self.wal {
+            Some(wal) => wal.truncate_after(zxid),
+            // Diskless: the proposals were never on disk.
+            None => Ok(()),
+        }
     }
 
     /// The tree as snapshot bytes, exactly at its last applied zxid (what a leader sends a
@@ -253,7 +357,15 @@ impl Persistence {
         let generation = self.generation + 1;
         let loaded =
             snapshot_file::save_bytes(self.fs.as_ref(), &self.options.layout, bytes, generation)?;
-        self.wal.reset(loaded.header.zxid, generation)?;
+        match &self.wal {
+            Some(wal) => wal.reset(loaded.header.zxid, generation)?,
+            // Diskless: the leader's state replaces ours; an older checkpoint no longer
+            // describes what this server holds.
+            None => {
+                crate::checkpoint::remove(self.fs.as_ref(), &self.options.layout)?;
+                self.checkpoint_on_disk = false;
+            }
+        }
         self.generation = generation;
         self.since_snapshot = 0;
         Ok(loaded.tree)
@@ -285,7 +397,9 @@ impl Persistence {
 
     /// Stops the log writer after it has written and synced everything queued.
     pub fn close(self) {
-        self.wal.close();
+        if let Some(wal) = self.wal {
+            wal.close();
+        }
     }
 }
 
@@ -300,4 +414,21 @@ fn wall_ms() -> i64 {
     std::time::SystemTime::now()
         .duration_since(std::time::UNIX_EPOCH)
         .map_or(0, |d| d.as_millis() as i64)
+}
+
+/// Busy snapshots (diskless) run back to back: only the periodic ones are news at info level.
+fn log_snapshot_written(
+    busy: bool,
+    path: &std::path::Path,
+    zxid: i64,
+    nodes: usize,
+    bytes: u64,
+    ms: u64,
+) {
+    let zxid = format!("{zxid:#x}");
+    if busy {
+        tracing::debug!(path = %path.display(), zxid, nodes, bytes, ms, "snapshot written");
+    } else {
+        tracing::info!(path = %path.display(), zxid, nodes, bytes, ms, "snapshot written");
+    }
 }

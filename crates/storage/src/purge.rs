@@ -11,7 +11,13 @@ pub const RETAIN_MIN: usize = 3;
 
 /// Deletes old snapshots and log segments; returns the files removed.
 pub fn purge(fs: &dyn FileSystem, layout: &Layout, retain: usize) -> Result<Vec<PathBuf>> {
-    let retain = retain.max(RETAIN_MIN);
+    purge_keeping(fs, layout, retain.max(RETAIN_MIN))
+}
+
+/// As [`purge`], keeping exactly `retain` snapshots (at least one): the diskless mode's
+/// `NumberToRetain`, where the snapshots are the only copy and a log to replay does not exist.
+pub fn purge_keeping(fs: &dyn FileSystem, layout: &Layout, retain: usize) -> Result<Vec<PathBuf>> {
+    let retain = retain.max(1);
     let mut snaps: Vec<i64> = list(fs, &layout.snap_dir)?
         .iter()
         .filter_map(|n| layout::parse_snap_name(n))
@@ -39,7 +45,7 @@ pub fn purge(fs: &dyn FileSystem, layout: &Layout, retain: usize) -> Result<Vec<
     }
     for path in &removed {
         fs.remove(path).map_err(StorageError::io("purge", path))?;
-        tracing::info!(path = %path.display(), "purged");
+        tracing::debug!(path = %path.display(), "purged");
     }
     Ok(removed)
 }

@@ -163,6 +163,15 @@ impl Zab {
         self.history.delivered()
     }
 
+    /// The entries this server holds past what it delivered: the acknowledged proposals not
+    /// committed yet (what a diskless failure checkpoint saves).
+    pub fn undelivered(&self) -> Vec<SharedEntry> {
+        self.history
+            .entries_after(self.history.delivered())
+            .cloned()
+            .collect()
+    }
+
     pub fn is_recovering(&self) -> bool {
         self.recovering
     }

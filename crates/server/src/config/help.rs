@@ -30,6 +30,10 @@ autopurge.snapRetainCount=N      3              snapshots kept by the purge task
 autopurge.purgeInterval=HOURS    0              hours between purges; 0 = never purge
 snapCount=N                    * 100000         transactions between snapshots, randomised per server in [N/2+1, N]
 forceSync=yes|no               * yes            fsync the log before acknowledging; no risks losing acknowledged writes
+diskless=true|false              false          no transaction log: replicas, busy snapshots and failure checkpoints
+                                                keep acknowledged writes (see docs/durability.md for what can be lost)
+PurgeTime=MS                     60000          diskless: interval between purges of old snapshots
+NumberToRetain=N                 3              diskless: snapshots kept by each purge; at least 1
 preAllocSize=KB                * 65536          transaction log files grow in blocks of this size; 0 = no preallocation
 fsync.warningthresholdms=MS    * 1000           log a warning when an fsync takes longer
 globalOutstandingLimit=N       * 1000           requests in flight before the server stops reading sockets

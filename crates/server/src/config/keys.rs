@@ -33,6 +33,9 @@ pub(super) enum Setting {
     ForceSync,
     PreAllocSize,
     FsyncWarningThreshold,
+    Diskless,
+    PurgeTime,
+    NumberToRetain,
 }
 
 pub(super) struct SettingKey {
@@ -96,6 +99,10 @@ pub(super) const SETTINGS: &[SettingKey] = &[
         Setting::FsyncWarningThreshold,
         true,
     ),
+    // The diskless mode of the thesis (DESIGN.md §5), with the thesis's own key names.
+    key("diskless", Setting::Diskless, false),
+    key("PurgeTime", Setting::PurgeTime, false),
+    key("NumberToRetain", Setting::NumberToRetain, false),
 ];
 
 /// How an ignored key's value is checked. ZooKeeper itself fails on a bad boolean or integer for

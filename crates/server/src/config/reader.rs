@@ -338,6 +338,9 @@ fn assign(config: &mut ServerConfig, setting: Setting, value: &str) -> Result<()
         S::FsyncWarningThreshold => {
             config.fsync_warning_threshold_ms = values::non_negative_long(value, JAVA_LONG_MAX)?;
         }
+        S::Diskless => config.diskless = values::java_bool(value)?,
+        S::PurgeTime => config.purge_time_ms = u64::from(values::positive_int(value)?),
+        S::NumberToRetain => config.number_to_retain = values::positive_int(value)?,
     }
     Ok(())
 }

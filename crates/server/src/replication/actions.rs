@@ -299,6 +299,29 @@ impl Core {
         if before == Role::Leading && role != Role::Leading {
             self.prep = tree::Prep::default();
         }
+        let lost = matches!(before, Role::Leading | Role::Following | Role::Observing);
+        if role == Role::Looking && lost && self.persistence.is_diskless() {
+            self.failure_checkpoint();
+        }
+    }
+
+    /// Diskless (thesis Alg. 4.2/4.3): this server lost its leader or its quorum. Before it
+    /// takes part in the election it writes a complete snapshot and the proposals it
+    /// acknowledged that are not committed yet, so that its disk again holds everything it
+    /// acknowledged: after a restart it may vote, and if it leads it re-proposes them.
+    fn failure_checkpoint(&mut self) {
+        let Some(replica) = self.replica() else {
+            return;
+        };
+        let proposals: Vec<proto::txn::Txn> = replica
+            .zab
+            .undelivered()
+            .iter()
+            .map(|e| e.txn.clone())
+            .collect();
+        if let Err(e) = self.persistence.checkpoint(&self.tree, &proposals) {
+            tracing::error!(error = %e, "diskless: the failure checkpoint failed; after a restart this server will not vote until a leader has brought it up to date");
+        }
     }
 
     /// Opens or closes the doors to clients when Zab starts or stops serving.

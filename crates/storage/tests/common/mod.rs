@@ -27,6 +27,7 @@ pub fn options(snap_count: u64) -> PersistenceOptions {
         purge_interval: Duration::ZERO,
         fsync_warn: Duration::from_secs(10),
         replay: storage::Replay::ApplyAll,
+        diskless: false,
     }
 }
 

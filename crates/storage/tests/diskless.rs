@@ -1,0 +1,153 @@
+//! The diskless mode's storage (DESIGN.md §5, thesis ch. 4): no transaction log ever, busy
+//! snapshots purged to `NumberToRetain`, and failure checkpoints that survive a crash at any
+//! point whole or not at all, and are gone before anything new is acknowledged.
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
+mod common;
+
+use common::*;
+use std::sync::atomic::{AtomicI64, Ordering};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+use storage::faulty_fs::{FaultyFs, Tear};
+use storage::{FileSystem, Persistence, PersistenceOptions};
+use tree::DataTree;
+
+fn diskless_options() -> PersistenceOptions {
+    PersistenceOptions {
+        diskless: true,
+        snap_retain_count: 2,
+        ..options(1_000_000)
+    }
+}
+
+fn open(fs: &FaultyFs) -> (Persistence, storage::Recovered, Arc<AtomicI64>) {
+    let durable = Arc::new(AtomicI64::new(-1));
+    let d = durable.clone();
+    let (p, r) = Persistence::open(
+        Arc::new(fs.clone()),
+        diskless_options(),
+        Box::new(move |z| d.store(z, Ordering::SeqCst)),
+        Box::new(|_| {}),
+    )
+    .expect("open");
+    (p, r, durable)
+}
+
+fn wait_for_snapshots(p: &Persistence) {
+    let deadline = Instant::now() + Duration::from_secs(10);
+    while p.snapshot_running() {
+        assert!(Instant::now() < deadline, "snapshot thread stuck");
+        std::thread::sleep(Duration::from_millis(1));
+    }
+}
+
+#[test]
+fn writes_leave_snapshots_and_epoch_files_only_never_a_log() {
+    let fs = FaultyFs::new();
+    let (mut p, recovered, durable) = open(&fs);
+    let mut tree = recovered.tree;
+    p.save_accepted_epoch(1).unwrap();
+    p.save_current_epoch(1).unwrap();
+    for txn in workload(300, 5) {
+        p.append(&txn).unwrap();
+        // Durable as soon as handed over: there is no log to wait for.
+        assert_eq!(durable.load(Ordering::SeqCst), txn.header.zxid);
+        tree.apply(&txn, &mut Vec::new());
+        p.applied(&tree);
+    }
+    wait_for_snapshots(&p);
+    let layout = layout();
+    let logs = fs.list(&layout.wal_dir).unwrap_or_default();
+    assert!(logs.is_empty(), "a diskless server wrote a log: {logs:?}");
+    let files = fs.list(&layout.snap_dir).unwrap();
+    let snaps = files.iter().filter(|n| n.starts_with("snap-")).count();
+    assert!(snaps >= 1, "busy snapshots were taken: {files:?}");
+    assert!(
+        snaps <= 3,
+        "purged down to NumberToRetain (+1 in flight): {files:?}"
+    );
+    assert!(
+        files
+            .iter()
+            .all(|n| n.starts_with("snap-") || n == "acceptedEpoch" || n == "currentEpoch"),
+        "{files:?}"
+    );
+}
+
+#[test]
+fn a_checkpoint_survives_a_crash_at_any_point_whole_or_not_at_all() {
+    let txns = workload(120, 9);
+    let (applied, pending) = txns.split_at(100);
+    let mut tree = DataTree::new();
+    for txn in applied {
+        tree.apply(txn, &mut Vec::new());
+    }
+    let base = FaultyFs::new();
+    {
+        let (p, _, _) = open(&base);
+        p.close();
+    }
+    let (mut crashed, mut finished_any) = (0, 0);
+    for k in 0..16 {
+        let fs = base.crash_image(Tear::None);
+        let (mut p, _, _) = open(&fs);
+        fs.crash_after(k);
+        let finished = p.checkpoint(&tree, pending).is_ok();
+        for tear in [Tear::None, Tear::Prefix(k + 1)] {
+            let image = fs.crash_image(tear);
+            let (p2, recovered, _) = open(&image);
+            // None: not written when the crash came; the server is amnesiac, which is safe.
+            if let Some(c) = p2.boot_checkpoint().expect("never a damaged checkpoint") {
+                assert_eq!(c.snapshot_zxid, tree.last_processed_zxid());
+                assert_eq!(c.proposals, pending, "every acknowledged proposal");
+                assert_eq!(
+                    recovered.tree.last_processed_zxid(),
+                    tree.last_processed_zxid(),
+                    "the snapshot the checkpoint stands on was loaded"
+                );
+                assert_eq!(recovered.tree.digest(), tree.digest());
+            }
+            p2.close();
+        }
+        if finished {
+            finished_any += 1;
+        } else {
+            crashed += 1;
+        }
+        if finished {
+            let image = fs.crash_image(Tear::None);
+            let (p3, _, _) = open(&image);
+            assert!(p3.boot_checkpoint().unwrap().is_some(), "finished at k={k}");
+            p3.close();
+        }
+    }
+    assert!(
+        crashed >= 8,
+        "crashes inside the checkpoint were tried: {crashed}"
+    );
+    assert!(finished_any >= 1, "the last points let it finish");
+}
+
+#[test]
+fn the_checkpoint_is_gone_before_anything_new_is_acknowledged() {
+    let txns = workload(60, 3);
+    let fs = FaultyFs::new();
+    let (mut p, recovered, durable) = open(&fs);
+    let mut tree = recovered.tree;
+    for txn in &txns[..50] {
+        tree.apply(txn, &mut Vec::new());
+    }
+    p.checkpoint(&tree, &txns[50..55]).unwrap();
+    p.close();
+    let (mut p, _, durable2) = open(&fs);
+    assert!(p.boot_checkpoint().unwrap().is_some());
+    drop(durable);
+    p.append(&txns[55]).unwrap();
+    assert_eq!(durable2.load(Ordering::SeqCst), txns[55].header.zxid);
+    // The report above is the acknowledgement's licence: by then the checkpoint must be gone
+    // from disk, even if the machine crashes right now.
+    let image = fs.crash_image(Tear::None);
+    let (p2, _, _) = open(&image);
+    assert!(p2.boot_checkpoint().unwrap().is_none());
+}
