@@ -43,6 +43,10 @@ pub enum EnsembleCommand {
         /// How many of the servers are observers (they do not vote).
         #[arg(long, default_value_t = 0)]
         observers: usize,
+        /// Run every server in diskless mode (`diskless=true`: no transaction log; see
+        /// docs/durability.md for what that promises).
+        #[arg(long)]
+        diskless: bool,
     },
     /// Each server's pid, address, role, zxid, connections and znodes, and the leader.
     Status {
@@ -64,7 +68,8 @@ pub fn run(command: EnsembleCommand) -> anyhow::Result<()> {
             dir,
             base_port,
             observers,
-        } => up(servers, &dir, base_port, observers),
+            diskless,
+        } => up(servers, &dir, base_port, observers, diskless),
         EnsembleCommand::Status { dir } => status(&dir),
         EnsembleCommand::Down { dir } => down(&dir),
     };
@@ -91,7 +96,13 @@ fn read_record(dir: &Path) -> anyhow::Result<Record> {
     Record::from_json(&text).map_err(|e| anyhow::anyhow!("{}: {e}", path.display()))
 }
 
-fn up(servers: usize, dir: &Path, base_port: u16, observers: usize) -> anyhow::Result<()> {
+fn up(
+    servers: usize,
+    dir: &Path,
+    base_port: u16,
+    observers: usize,
+    diskless: bool,
+) -> anyhow::Result<()> {
     if let Ok(record) = read_record(dir) {
         let running = record.servers.iter().filter(|s| runs(s)).count();
         anyhow::ensure!(
@@ -121,7 +132,12 @@ fn up(servers: usize, dir: &Path, base_port: u16, observers: usize) -> anyhow::R
     };
     for member in &topology.members {
         let home = dir.join(format!("server-{}", member.id));
-        let config = topology.write_member(member, &home, &home, &[])?;
+        let extra = if diskless {
+            vec![("diskless".to_string(), "true".to_string())]
+        } else {
+            Vec::new()
+        };
+        let config = topology.write_member(member, &home, &home, &extra)?;
         let log = home.join("server.log");
         let pid = spawn_detached(&program, &config, &log)?;
         record.servers.push(RecordedServer {

@@ -28,6 +28,10 @@ enum Command {
     Server {
         /// A zoo.cfg, read as Apache ZooKeeper reads it (see --help for every key).
         config: Option<PathBuf>,
+        /// Diskless mode, as `diskless=true` in the zoo.cfg: no transaction log; durability
+        /// from the replicas, busy snapshots and failure checkpoints (docs/durability.md).
+        #[arg(long)]
+        diskless: bool,
     },
     /// Inspect or repair a data dir (snapshots and transaction log).
     #[command(subcommand)]
@@ -60,7 +64,7 @@ fn main() -> anyhow::Result<()> {
         .with_ansi(std::io::IsTerminal::is_terminal(&std::io::stderr()))
         .init();
     match cli.command {
-        Command::Server { config } => run_server(config),
+        Command::Server { config, diskless } => run_server(config, diskless),
         Command::Data(command) => data::run(command),
         Command::Bench(args) => run_bench(args),
         Command::Ensemble(command) => ensemble::run(command),
@@ -68,8 +72,8 @@ fn main() -> anyhow::Result<()> {
     }
 }
 
-fn run_server(path: Option<PathBuf>) -> anyhow::Result<()> {
-    let config = match &path {
+fn run_server(path: Option<PathBuf>, diskless: bool) -> anyhow::Result<()> {
+    let mut config = match &path {
         None => ServerConfig::embedded_default(),
         Some(path) => match ServerConfig::from_file(path) {
             Ok(config) => config,
@@ -79,6 +83,7 @@ fn run_server(path: Option<PathBuf>) -> anyhow::Result<()> {
             }
         },
     };
+    config.diskless |= diskless;
     for warning in &config.warnings {
         tracing::warn!("{warning}");
     }
