@@ -1,5 +1,6 @@
-//! `meerkat bench`: the papers' experiments against meerkat, Apache ZooKeeper 3.9.3 and a
-//! `null` server, in one invocation, reported side by side with ratios (DESIGN.md §9).
+//! `meerkat bench`: the papers' experiments against meerkat (durable and diskless), Apache
+//! ZooKeeper 3.9.3 and a `null` server, in one invocation, reported side by side with ratios
+//! (DESIGN.md §9).
 //!
 //! # Layout
 //! * [`target`], [`null_server`]: starting and stopping the servers under test;
@@ -29,7 +30,8 @@ use target::{Programs, Target};
 #[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
 pub enum Scenario {
     /// Thesis Fig. 5.1: 1 and 60 synchronous clients creating 281-byte ephemeral-sequential
-    /// znodes, forceSync=yes on both servers; throughput over time.
+    /// znodes, forceSync=yes on every server (meerkat-diskless has no log to sync);
+    /// throughput over time.
     SyncCreate,
     /// Thesis Fig. 5.2: 1 and 60 synchronous clients reading a 281-byte znode.
     SyncGet,
@@ -39,7 +41,8 @@ pub enum Scenario {
     CreateLatency,
     /// Group commit: 8 clients with 32 creates each in flight, forceSync=yes.
     GroupCommit,
-    /// Thesis Fig. 5.5: server CPU under 60 synchronous creating clients.
+    /// Thesis Fig. 5.5: server CPU under 60 synchronous creating clients, saturating and at a
+    /// fixed rate of creates (--rate).
     Cpu,
     /// Thesis Fig. 5.6: a sequential-znode message queue.
     Queue,
@@ -123,7 +126,8 @@ impl Scenario {
 pub struct BenchArgs {
     #[arg(value_enum)]
     pub scenario: Scenario,
-    /// Which servers to run against (meerkat, zookeeper and null when "all").
+    /// Which servers to run against, comma-separated: meerkat, meerkat-diskless (the same
+    /// binary with diskless=true), zookeeper, null; "all" is every one of them.
     #[arg(long, default_value = "all")]
     pub target: String,
     /// The papers' sizes and durations.
@@ -145,16 +149,25 @@ pub struct BenchArgs {
     /// Scratch space for the servers' data dirs.
     #[arg(long, default_value = "target/bench-work")]
     pub work_dir: PathBuf,
+    /// cpu: creates per second (all clients together) of the fixed-rate case, so that every
+    /// target does the same work (default: 1000; 100 with --tiny).
+    #[arg(long)]
+    pub rate: Option<u32>,
 }
 
 fn targets(spec: &str) -> anyhow::Result<Vec<Target>> {
     use clap::ValueEnum;
     if spec == "all" {
-        return Ok(vec![Target::Meerkat, Target::ZooKeeper, Target::Null]);
+        return Ok(Target::value_variants().to_vec());
     }
-    spec.split(',')
-        .map(|t| Target::from_str(t.trim(), true).map_err(|e| anyhow::anyhow!("--target {t}: {e}")))
-        .collect()
+    let mut targets: Vec<Target> = Vec::new();
+    for t in spec.split(',') {
+        let target =
+            Target::from_str(t.trim(), true).map_err(|e| anyhow::anyhow!("--target {t}: {e}"))?;
+        anyhow::ensure!(!targets.contains(&target), "--target {t}: named twice");
+        targets.push(target);
+    }
+    Ok(targets)
 }
 
 /// Runs one scenario and prints its table; returns the report (also written as JSON, with
@@ -174,6 +187,10 @@ pub async fn run(
         full: args.full,
         tiny: args.tiny,
     };
+    anyhow::ensure!(
+        args.rate != Some(0),
+        "--rate 0: at least one create per second"
+    );
     let targets = targets(&args.target)?;
     let progress = indicatif::ProgressBar::new(scenarios::steps(
         args.scenario,
@@ -193,6 +210,7 @@ pub async fn run(
         out_dir: args.out.clone(),
         scale,
         servers,
+        rate: args.rate,
         progress,
     };
     let outcome = match args.scenario {
@@ -233,4 +251,27 @@ pub async fn run(
         println!("plot: {plot}");
     }
     Ok(report)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn all_targets_include_diskless_and_lists_keep_their_order() {
+        let all = targets("all").expect("all");
+        assert_eq!(
+            all,
+            vec![
+                Target::Meerkat,
+                Target::MeerkatDiskless,
+                Target::ZooKeeper,
+                Target::Null
+            ]
+        );
+        let some = targets("zookeeper, meerkat-diskless").expect("list");
+        assert_eq!(some, vec![Target::ZooKeeper, Target::MeerkatDiskless]);
+        assert!(targets("meerkat,meerkat").is_err());
+        assert!(targets("etcd").is_err());
+    }
 }

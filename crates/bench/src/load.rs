@@ -154,6 +154,68 @@ pub async fn run(addrs: &[SocketAddr], spec: &LoadSpec) -> anyhow::Result<LoadRe
     .await
 }
 
+/// Synchronous clients that together send `rate` requests per second built by `spec.make`
+/// (an open schedule, each client on its own share of it), so that targets are compared at
+/// equal work. A target that cannot keep up shows a lower `ops_per_sec`: sends missed by more
+/// than one interval are skipped, not made up in a burst. `spec.window` is ignored.
+pub async fn run_paced(
+    addrs: &[SocketAddr],
+    spec: &LoadSpec,
+    rate: u32,
+) -> anyhow::Result<LoadResult> {
+    anyhow::ensure!(rate > 0, "a paced load needs a rate above 0");
+    let make = spec.make.clone();
+    let clients = spec.clients.max(1);
+    // Each client sends every `interval`; client c starts c/clients of an interval late, so
+    // the sends of all clients are spread evenly.
+    let interval = Duration::from_secs_f64(clients as f64 / f64::from(rate));
+    run_clients(
+        addrs,
+        clients,
+        spec.warmup,
+        spec.duration,
+        move |session, c, window| {
+            let offset = interval.mul_f64(c as f64 / clients as f64);
+            paced(session, c, interval, offset, make.clone(), window)
+        },
+    )
+    .await
+}
+
+async fn paced(
+    mut session: Session,
+    c: usize,
+    interval: Duration,
+    offset: Duration,
+    make: MakeRequest,
+    window: (Instant, Instant),
+) -> anyhow::Result<ClientResult> {
+    let end = window.1;
+    let mut result = ClientResult::new(end.duration_since(window.0))?;
+    let mut out = Vec::with_capacity(512);
+    let mut next = Instant::now() + offset;
+    let mut i = 0u64;
+    let mut xid = 1i32;
+    while next < end {
+        tokio::time::sleep_until(next.into()).await;
+        encode_request(&mut out, xid, &make(c, i));
+        let sent_at = Instant::now();
+        session.stream.write_all(&out).await?;
+        out.clear();
+        let reply = session.read_reply().await?;
+        anyhow::ensure!(reply.xid == xid, "replies out of order");
+        result.record(sent_at, window, reply.err == 0)?;
+        xid = xid.wrapping_add(1).max(1);
+        i += 1;
+        next += interval;
+        let now = Instant::now();
+        if next + interval < now {
+            next = now;
+        }
+    }
+    Ok(result)
+}
+
 async fn pipelined(
     mut session: Session,
     c: usize,
@@ -241,4 +303,35 @@ pub async fn create_then_delete(
         deletes_pending -= 1;
     }
     Ok(result)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The paced load never sends more than its schedule allows (the count of replies is
+    /// bounded above by rate × time, whatever the machine's speed), and does send.
+    #[tokio::test]
+    async fn paced_load_keeps_to_its_schedule() {
+        let null = crate::null_server::NullServer::start().await.expect("null");
+        let make: MakeRequest = Arc::new(|_, _| {
+            Request::GetData(proto::PathAndWatch {
+                path: "/".into(),
+                watch: false,
+            })
+        });
+        let spec = LoadSpec {
+            clients: 4,
+            window: 1,
+            duration: Duration::from_secs(1),
+            warmup: Duration::from_millis(100),
+            make,
+        };
+        let result = run_paced(&[null.addr], &spec, 200).await.expect("load");
+        null.stop();
+        assert!(result.ops > 0, "nothing was sent");
+        // 200 per second for one second, plus one send per client at the window's edge.
+        assert!(result.ops <= 200 + 4, "{} sends in one second", result.ops);
+        assert_eq!(result.errors, 0);
+    }
 }

@@ -1,5 +1,7 @@
-//! Results: a table on stdout with a ratio column (meerkat ÷ ZooKeeper, and meerkat as a share
-//! of the `null` ceiling), and the same rows as JSON for docs and plots.
+//! Results: a table on stdout with ratio columns (meerkat ÷ ZooKeeper, meerkat-diskless ÷
+//! ZooKeeper, diskless ÷ durable meerkat, and each meerkat as a share of the `null` ceiling),
+//! and the same rows as JSON for docs and plots. A column appears only when its targets ran,
+//! so a run without the diskless target prints the table it always printed.
 
 use serde::Serialize;
 use std::collections::BTreeMap;
@@ -42,31 +44,39 @@ impl Report {
                 self.servers
             );
         }
-        let _ = writeln!(
-            out,
-            "{:<28} {:<22} {:>12} {:>12} {:>9} {:>12} {:>9}",
-            "case", "metric", "meerkat", "zookeeper", "mk/zk", "null", "mk/null"
-        );
+        let columns = self.columns();
+        let _ = write!(out, "{:<28} {:<22}", "case", "metric");
+        for column in &columns {
+            let _ = write!(out, " {:>w$}", column.header(), w = column.width());
+        }
+        let _ = writeln!(out);
         for row in &self.rows {
-            let v = |t: &str| row.values.get(t).copied();
-            let fmt = |x: Option<f64>| x.map_or("-".to_string(), |x| format!("{x:.1}"));
-            let ratio = |a: Option<f64>, b: Option<f64>| match (a, b) {
-                (Some(a), Some(b)) if b != 0.0 => format!("{:.2}", a / b),
-                _ => "-".into(),
-            };
-            let _ = writeln!(
-                out,
-                "{:<28} {:<22} {:>12} {:>12} {:>9} {:>12} {:>9}",
-                row.case,
-                row.metric,
-                fmt(v("meerkat")),
-                fmt(v("zookeeper")),
-                ratio(v("meerkat"), v("zookeeper")),
-                fmt(v("null")),
-                ratio(v("meerkat"), v("null")),
-            );
+            let _ = write!(out, "{:<28} {:<22}", row.case, row.metric);
+            for column in &columns {
+                let _ = write!(out, " {:>w$}", column.cell(row), w = column.width());
+            }
+            let _ = writeln!(out);
         }
         out
+    }
+
+    /// The table's columns: each target that has a value in some row, then each ratio whose
+    /// two targets both do.
+    fn columns(&self) -> Vec<Column> {
+        let ran = |t: &str| self.rows.iter().any(|r| r.values.contains_key(t));
+        let mut columns: Vec<Column> = COLUMN_TARGETS
+            .iter()
+            .filter(|t| ran(t.0))
+            .map(|&(target, header)| Column::Value { target, header })
+            .collect();
+        columns.extend(RATIOS.iter().filter(|r| ran(r.0) && ran(r.1)).map(
+            |&(over, under, header)| Column::Ratio {
+                over,
+                under,
+                header,
+            },
+        ));
+        columns
     }
 
     pub fn write_json(&self, dir: &Path) -> anyhow::Result<std::path::PathBuf> {
@@ -78,6 +88,63 @@ impl Report {
 }
 
 /// "<cores> cores, <model>, <memory>" from /proc, for the record.
+/// Targets in table order, with their column headers.
+const COLUMN_TARGETS: [(&str, &str); 4] = [
+    ("meerkat", "meerkat"),
+    ("meerkat-diskless", "mk-diskless"),
+    ("zookeeper", "zookeeper"),
+    ("null", "null"),
+];
+
+/// Ratio columns: numerator ÷ denominator, with headers (mk = durable meerkat, dl = diskless
+/// meerkat, zk = ZooKeeper).
+const RATIOS: [(&str, &str, &str); 5] = [
+    ("meerkat", "zookeeper", "mk/zk"),
+    ("meerkat-diskless", "zookeeper", "dl/zk"),
+    ("meerkat-diskless", "meerkat", "dl/mk"),
+    ("meerkat", "null", "mk/null"),
+    ("meerkat-diskless", "null", "dl/null"),
+];
+
+enum Column {
+    Value {
+        target: &'static str,
+        header: &'static str,
+    },
+    Ratio {
+        over: &'static str,
+        under: &'static str,
+        header: &'static str,
+    },
+}
+
+impl Column {
+    fn header(&self) -> &'static str {
+        match self {
+            Column::Value { header, .. } | Column::Ratio { header, .. } => header,
+        }
+    }
+
+    fn width(&self) -> usize {
+        match self {
+            Column::Value { .. } => 12,
+            Column::Ratio { .. } => 9,
+        }
+    }
+
+    /// The cell of `row`: "-" when a target has no value there (or the ratio divides by 0).
+    fn cell(&self, row: &Row) -> String {
+        let v = |t: &str| row.values.get(t).copied();
+        match self {
+            Column::Value { target, .. } => v(target).map_or("-".into(), |x| format!("{x:.1}")),
+            Column::Ratio { over, under, .. } => match (v(over), v(under)) {
+                (Some(a), Some(b)) if b != 0.0 => format!("{:.2}", a / b),
+                _ => "-".into(),
+            },
+        }
+    }
+}
+
 pub fn machine() -> String {
     let cpuinfo = std::fs::read_to_string("/proc/cpuinfo").unwrap_or_default();
     let model = cpuinfo
@@ -110,4 +177,102 @@ pub fn today() -> String {
     let month = if mp < 10 { mp + 3 } else { mp - 9 };
     let year = yoe + era * 400 + i64::from(month <= 2);
     format!("{year:04}-{month:02}-{day:02}")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn report(rows: &[(&str, &[(&str, f64)])]) -> Report {
+        Report {
+            scenario: "sync-create".into(),
+            command: "meerkat bench sync-create".into(),
+            date: today(),
+            machine: "2 cores".into(),
+            servers: 3,
+            rows: rows
+                .iter()
+                .map(|(case, values)| Row {
+                    case: case.to_string(),
+                    metric: "ops/s".into(),
+                    higher_is_better: true,
+                    values: values.iter().map(|(t, v)| (t.to_string(), *v)).collect(),
+                })
+                .collect(),
+            details: serde_json::Value::Null,
+            plots: Vec::new(),
+        }
+    }
+
+    fn header(table: &str) -> Vec<&str> {
+        let line = table
+            .lines()
+            .find(|l| l.starts_with("case"))
+            .expect("header");
+        line.split_whitespace().collect()
+    }
+
+    #[test]
+    fn without_diskless_the_table_keeps_its_columns() {
+        let r = report(&[(
+            "1 client",
+            &[("meerkat", 300.0), ("zookeeper", 100.0), ("null", 600.0)],
+        )]);
+        let t = r.table();
+        assert_eq!(
+            header(&t),
+            [
+                "case",
+                "metric",
+                "meerkat",
+                "zookeeper",
+                "null",
+                "mk/zk",
+                "mk/null"
+            ]
+        );
+        assert!(t.contains("3.00"), "{t}");
+        assert!(t.contains("0.50"), "{t}");
+    }
+
+    #[test]
+    fn diskless_gets_ratios_against_zookeeper_and_durable_meerkat() {
+        let r = report(&[
+            (
+                "1 client",
+                &[
+                    ("meerkat", 300.0),
+                    ("meerkat-diskless", 3000.0),
+                    ("zookeeper", 100.0),
+                ],
+            ),
+            ("60 clients", &[("meerkat-diskless", 50.0)]),
+        ]);
+        let t = r.table();
+        assert_eq!(
+            header(&t),
+            [
+                "case",
+                "metric",
+                "meerkat",
+                "mk-diskless",
+                "zookeeper",
+                "mk/zk",
+                "dl/zk",
+                "dl/mk"
+            ]
+        );
+        let first = t.lines().find(|l| l.starts_with("1 client")).expect("row");
+        let cells: Vec<&str> = first.split_whitespace().collect();
+        // "1", "client", "ops/s", then the values and the ratios.
+        assert_eq!(
+            cells[3..],
+            ["300.0", "3000.0", "100.0", "3.00", "30.00", "10.00"]
+        );
+        let second = t
+            .lines()
+            .find(|l| l.starts_with("60 clients"))
+            .expect("row");
+        assert_eq!(second.split_whitespace().filter(|c| *c == "-").count(), 5);
+    }
 }

@@ -1,5 +1,6 @@
 //! The servers a scenario runs against, started and stopped by the bench itself with the same
-//! topology and the same zoo.cfg keys: meerkat (this binary), Apache ZooKeeper 3.9.3
+//! topology and the same zoo.cfg keys: meerkat (this binary), the same binary in its diskless
+//! mode (`meerkat-diskless`: the same zoo.cfg plus `diskless=true`), Apache ZooKeeper 3.9.3
 //! (`scripts/zookeeper.sh`, fetched from Maven Central on first use), and `null`.
 
 use crate::null_server;
@@ -11,7 +12,14 @@ use std::time::{Duration, Instant};
 #[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize, clap::ValueEnum)]
 #[serde(rename_all = "lowercase")]
 pub enum Target {
+    /// meerkat in its default, durable mode (a log fsynced before each acknowledgement).
     Meerkat,
+    /// meerkat in diskless mode (DESIGN.md §5): no transaction log, busy snapshots, failure
+    /// checkpoints. Meant for ensembles; standalone it loses what came after its last snapshot
+    /// when it dies, and says so in its log.
+    #[value(name = "meerkat-diskless")]
+    #[serde(rename = "meerkat-diskless")]
+    MeerkatDiskless,
     #[value(name = "zookeeper")]
     ZooKeeper,
     /// Answers every request at once without doing any work: the ceiling of the generator and
@@ -23,8 +31,17 @@ impl Target {
     pub fn name(self) -> &'static str {
         match self {
             Target::Meerkat => "meerkat",
+            Target::MeerkatDiskless => "meerkat-diskless",
             Target::ZooKeeper => "zookeeper",
             Target::Null => "null",
+        }
+    }
+
+    /// zoo.cfg keys this target adds after the scenario's own (which every target shares).
+    pub fn own_settings(self) -> &'static [(&'static str, &'static str)] {
+        match self {
+            Target::MeerkatDiskless => &[("diskless", "true")],
+            Target::Meerkat | Target::ZooKeeper | Target::Null => &[],
         }
     }
 }
@@ -211,6 +228,7 @@ pub async fn launch(
         });
     }
     let topology = crate::ensemble::Topology::on_free_ports(servers)?;
+    let extra = settings_for(target, settings);
     let mut launched = Launched {
         target,
         addr: topology.members[0].client_addr(),
@@ -227,7 +245,7 @@ pub async fn launch(
         } else {
             dir.to_path_buf()
         };
-        let config = topology.write_member(member, &home, &home.join("data"), &settings.extra)?;
+        let config = topology.write_member(member, &home, &home.join("data"), &extra)?;
         let log = home.join("server.log");
         let child = spawn(target, programs, &config, &log)?;
         launched.processes.push(Process {
@@ -242,6 +260,13 @@ pub async fn launch(
     Ok(launched)
 }
 
+/// The zoo.cfg keys `target` is started with: the scenario's, then the target's own.
+fn settings_for(target: Target, settings: &ServerSettings) -> Vec<(String, String)> {
+    let own = target.own_settings().iter();
+    let own = own.map(|(k, v)| (k.to_string(), v.to_string()));
+    settings.extra.iter().cloned().chain(own).collect()
+}
+
 /// Starts one server process on `config`, its stderr appended to `log`.
 fn spawn(target: Target, programs: &Programs, config: &Path, log: &Path) -> anyhow::Result<Child> {
     let log = std::fs::OpenOptions::new()
@@ -249,7 +274,7 @@ fn spawn(target: Target, programs: &Programs, config: &Path, log: &Path) -> anyh
         .append(true)
         .open(log)?;
     let mut command = match target {
-        Target::Meerkat => {
+        Target::Meerkat | Target::MeerkatDiskless => {
             let mut c = Command::new(&programs.meerkat);
             c.arg("server").arg(config).env("MEERKAT_LOG", "info");
             c
@@ -292,5 +317,35 @@ pub async fn wait_serving(addr: SocketAddr, limit: Duration) -> anyhow::Result<D
             "server at {addr} did not start serving within {limit:?}"
         );
         tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn diskless_target_adds_diskless_true_after_the_scenarios_keys() {
+        let settings = ServerSettings {
+            extra: vec![("forceSync".into(), "yes".into())],
+        };
+        let keys = |t: Target| -> Vec<String> {
+            let pairs = settings_for(t, &settings);
+            pairs.iter().map(|(k, v)| format!("{k}={v}")).collect()
+        };
+        assert_eq!(keys(Target::Meerkat), vec!["forceSync=yes"]);
+        assert_eq!(keys(Target::ZooKeeper), vec!["forceSync=yes"]);
+        assert_eq!(
+            keys(Target::MeerkatDiskless),
+            vec!["forceSync=yes", "diskless=true"]
+        );
+    }
+
+    #[test]
+    fn names_round_trip_through_the_command_line() {
+        use clap::ValueEnum;
+        for t in Target::value_variants() {
+            assert_eq!(Target::from_str(t.name(), true), Ok(*t));
+        }
     }
 }

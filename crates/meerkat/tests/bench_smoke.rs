@@ -11,22 +11,46 @@ fn run(scenario: &str, targets: &str) -> serde_json::Value {
 
 /// Runs `scenario` with `servers` servers per target.
 fn run_on(scenario: &str, targets: &str, servers: usize) -> serde_json::Value {
+    bench(scenario, targets, servers).report
+}
+
+/// What one `meerkat bench` run left.
+struct Run {
+    report: serde_json::Value,
+    /// The table it printed.
+    stdout: String,
+    /// Where the servers' directories were (`<scenario>/<case>/<target>/…`).
+    work: std::path::PathBuf,
+}
+
+fn bench(scenario: &str, targets: &str, servers: usize) -> Run {
+    let tag = targets.replace(',', "+");
     let work = std::path::Path::new(env!("CARGO_TARGET_TMPDIR"))
-        .join(format!("bench-{scenario}-{servers}"));
+        .join(format!("bench-{scenario}-{servers}-{tag}"));
     let _ = std::fs::remove_dir_all(&work);
     let out = work.join("out");
-    let status = Command::new(env!("CARGO_BIN_EXE_meerkat"))
+    let output = Command::new(env!("CARGO_BIN_EXE_meerkat"))
         .args(["bench", scenario, "--tiny", "--target", targets])
         .args(["--servers", &servers.to_string()])
         .arg("--out")
         .arg(&out)
         .arg("--work-dir")
         .arg(work.join("servers"))
-        .status()
+        .output()
         .expect("run meerkat bench");
-    assert!(status.success(), "meerkat bench {scenario} failed");
+    let stdout = String::from_utf8_lossy(&output.stdout).into_owned();
+    assert!(
+        output.status.success(),
+        "meerkat bench {scenario} --target {targets} failed:\n{stdout}\n{}",
+        String::from_utf8_lossy(&output.stderr)
+    );
     let text = std::fs::read_to_string(out.join(format!("{scenario}.json"))).expect("JSON report");
-    serde_json::from_str(&text).expect("well-formed JSON")
+    let report = serde_json::from_str(&text).expect("well-formed JSON");
+    Run {
+        report,
+        stdout,
+        work: work.join("servers"),
+    }
 }
 
 fn check_rows(report: &serde_json::Value, targets: &[&str]) {
@@ -127,4 +151,61 @@ fn ensemble_scenarios_write_complete_reports() {
         .map(|row| row["metric"].as_str().unwrap())
         .collect();
     assert!(metrics.contains(&"leader kill→write ms"), "{metrics:?}");
+}
+
+/// The diskless target on three servers: sync-create (thesis Fig. 5.1) beside durable meerkat,
+/// and restore (thesis Fig. 5.4). Every row has both values, the table has the diskless ratio
+/// columns, the charts are PNGs, and the servers really ran diskless (their zoo.cfg, and the
+/// mode every server's `mntr` reported during restore).
+#[test]
+fn diskless_target_writes_complete_reports_on_three_servers() {
+    let both = ["meerkat", "meerkat-diskless"];
+    let run = bench("sync-create", "meerkat,meerkat-diskless", 3);
+    let r = &run.report;
+    assert_eq!(r["servers"].as_u64(), Some(3));
+    check_rows(r, &both);
+    check_plots(r);
+    for case in ["1 client", "4 clients"] {
+        for t in both {
+            let timeline = r["details"][format!("{case}/{t}")]["timeline"]
+                .as_array()
+                .unwrap_or_else(|| panic!("{case}/{t}: no timeline"));
+            assert!(!timeline.is_empty(), "{case}/{t}");
+        }
+    }
+    let header = run
+        .stdout
+        .lines()
+        .find(|l| l.starts_with("case"))
+        .expect("table header");
+    for column in ["meerkat", "mk-diskless", "dl/mk"] {
+        assert!(header.split_whitespace().any(|c| c == column), "{header}");
+    }
+    let cfg = run
+        .work
+        .join("sync-create/1-client/meerkat-diskless/server-2/zoo.cfg");
+    let cfg = std::fs::read_to_string(&cfg).expect("diskless zoo.cfg");
+    assert!(cfg.contains("\ndiskless=true\n"), "{cfg}");
+    assert!(cfg.contains("server.3="), "{cfg}");
+
+    let r = run_on("restore", "meerkat-diskless", 3);
+    assert_eq!(r["servers"].as_u64(), Some(3));
+    check_rows(&r, &["meerkat-diskless"]);
+    check_plots(&r);
+    let kills = r["details"]["500/meerkat-diskless"]["kills"]
+        .as_array()
+        .expect("kills");
+    assert!(!kills.is_empty());
+    for kill in kills {
+        assert!(kill["kill_to_write_ms"].as_f64().is_some(), "{kill}");
+        let mntr = kill["mntr"].as_array().expect("mntr of each server");
+        assert_eq!(mntr.len(), 3, "{kill}");
+        for stats in mntr {
+            assert_eq!(
+                stats["zk_durability_mode"].as_str(),
+                Some("diskless"),
+                "{stats}"
+            );
+        }
+    }
 }

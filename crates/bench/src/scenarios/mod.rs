@@ -12,7 +12,8 @@
 //! * [`failures`]: failures (paper Fig. 8) and restore (thesis Fig. 5.4).
 //!
 //! With `--servers N` every target but `null` runs as an ensemble of N servers and clients
-//! spread over them round-robin; `null` stays one in-process server.
+//! spread over them round-robin; `null` stays one in-process server. `meerkat-diskless` gets
+//! the same settings as every target plus `diskless=true` ([`crate::target::Target`]).
 
 pub mod barrier;
 pub mod ensemble;
@@ -80,6 +81,8 @@ pub struct Context {
     pub scale: Scale,
     /// Servers per target (1 = standalone); `null` is always standalone.
     pub servers: usize,
+    /// --rate: creates per second of cpu's fixed-rate case (None: the scale's default).
+    pub rate: Option<u32>,
     pub progress: indicatif::ProgressBar,
 }
 
@@ -360,7 +363,7 @@ pub async fn timeline_cases(
             each_target(ctx, scenario, case, setup, clients, window, make.clone()).await?;
         rows.extend(load_rows(case, &results));
         let first_word = case.split_whitespace().next().unwrap_or("case");
-        let title = format!("{scenario}: {case}, {label}");
+        let title = format!("{scenario}: {case}, {label}, {}", ctx.topology_label());
         plots.push(timeline_plot(
             ctx,
             &format!("{scenario}-{first_word}"),
@@ -384,7 +387,8 @@ pub fn steps(scenario: crate::Scenario, ctx_targets: usize, scale: Scale, server
     let t = ctx_targets as u64;
     match scenario {
         S::SyncCreate | S::SyncGet => 2 * t,
-        S::GroupCommit | S::Cpu | S::Failures => t,
+        S::GroupCommit | S::Failures => t,
+        S::Cpu => 2 * t,
         S::CreateLatency => 3 * t,
         S::ReadRatio => scale.pick(3, 6, 11) * t,
         S::Queue => 2 * t,

@@ -2,6 +2,12 @@
 //! `/queue/msg-<seq>` with 281 bytes; consumers list `/queue`, then take the lowest message
 //! they can by reading and deleting it (a delete that finds nothing means another consumer
 //! won). Measured: messages consumed per second, and the time from listing to taking one.
+//!
+//! Producers stop while [`BACKLOG_MAX`] messages wait, so every target is measured on a queue
+//! of the same length. Without the cap a target with faster creates grows a longer queue in
+//! the same time, and each take then lists more children: the faster server measured slower
+//! (meerkat-diskless standalone grew about 40,000 waiting messages in one run, ZooKeeper
+//! about 6,000).
 
 use super::{
     create_request, durable_settings, launch, row, target_dir, Chart, Context, Outcome, PAYLOAD_281,
@@ -11,7 +17,15 @@ use crate::wire::Session;
 use proto::request::Request;
 use proto::response::Response;
 use proto::{OpCode, PathAndVersion, PathAndWatch};
+use std::sync::atomic::{AtomicI64, Ordering};
+use std::sync::Arc;
 use std::time::{Duration, Instant};
+
+/// Most messages waiting in the queue: producers pause while this many do.
+pub const BACKLOG_MAX: i64 = 100;
+
+/// How long a producer pauses when the backlog is full.
+const PRODUCER_PAUSE: Duration = Duration::from_millis(1);
 
 pub async fn queue(ctx: &Context) -> anyhow::Result<Outcome> {
     let cases: &[(usize, usize)] = ctx.scale.pick(
@@ -31,16 +45,22 @@ pub async fn queue(ctx: &Context) -> anyhow::Result<Outcome> {
             let dir = target_dir(ctx, "queue", target, &case);
             let server = launch(ctx, target, &dir, &durable_settings(&[])).await?;
             super::prepare(&server, &[("/queue", 0)]).await?;
+            // Messages produced and not yet taken, as the clients count them.
+            let backlog = Arc::new(AtomicI64::new(0));
+            let counted = backlog.clone();
             let result = load::run_clients(
                 &server.addrs,
                 producers + consumers,
                 ctx.scale.warmup(),
                 ctx.scale.duration(),
-                move |session, c, window| async move {
-                    if c < producers {
-                        produce(session, window).await
-                    } else {
-                        consume(session, c, window).await
+                move |session, c, window| {
+                    let backlog = counted.clone();
+                    async move {
+                        if c < producers {
+                            produce(session, window, &backlog).await
+                        } else {
+                            consume(session, c, window, &backlog).await
+                        }
                     }
                 },
             )
@@ -59,7 +79,10 @@ pub async fn queue(ctx: &Context) -> anyhow::Result<Outcome> {
             );
             details.insert(
                 format!("{case}/{}", target.name()),
-                serde_json::to_value(&result)?,
+                serde_json::json!({
+                    "consumers": serde_json::to_value(&result)?,
+                    "backlog_at_end": backlog.load(Ordering::Relaxed),
+                }),
             );
         }
         rows.extend([consumed, p99]);
@@ -72,13 +95,22 @@ pub async fn queue(ctx: &Context) -> anyhow::Result<Outcome> {
     Outcome::charted(ctx, "queue", chart, &series, rows, details)
 }
 
-async fn produce(mut session: Session, window: (Instant, Instant)) -> anyhow::Result<ClientResult> {
+async fn produce(
+    mut session: Session,
+    window: (Instant, Instant),
+    backlog: &AtomicI64,
+) -> anyhow::Result<ClientResult> {
     let mut xid = 1;
     while Instant::now() < window.1 {
+        if backlog.load(Ordering::Relaxed) >= BACKLOG_MAX {
+            tokio::time::sleep(PRODUCER_PAUSE).await;
+            continue;
+        }
         let (reply, _) = session
             .call(xid, &create_request("/queue/msg-".into(), PAYLOAD_281, 2))
             .await?;
         anyhow::ensure!(reply.err == 0, "enqueue failed with {}", reply.err);
+        backlog.fetch_add(1, Ordering::Relaxed);
         xid += 1;
     }
     ClientResult::new(window.1.duration_since(window.0))
@@ -88,6 +120,7 @@ async fn consume(
     mut session: Session,
     c: usize,
     window: (Instant, Instant),
+    backlog: &AtomicI64,
 ) -> anyhow::Result<ClientResult> {
     let mut result = ClientResult::new(window.1.duration_since(window.0))?;
     let mut xid = 1;
@@ -139,6 +172,7 @@ async fn consume(
                 )
                 .await?;
             if taken.err == 0 {
+                backlog.fetch_sub(1, Ordering::Relaxed);
                 result.record(listed_at, window, true)?;
                 break;
             }

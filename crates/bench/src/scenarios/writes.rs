@@ -1,7 +1,10 @@
-//! Write scenarios, all with forceSync=yes: every acknowledged write is on disk.
+//! Write scenarios, all with forceSync=yes: every acknowledged write is on disk (for
+//! `meerkat-diskless`, which has no log: in the memory of a quorum).
 
 use super::{create_request, row, timeline_cases, Chart, Context, Outcome, PAYLOAD_281};
-use crate::load::{self, MakeRequest};
+use crate::load::{self, LoadResult, MakeRequest};
+use crate::report::Row;
+use crate::target::Target;
 use std::sync::Arc;
 
 /// Thesis Fig. 5.1: 1 and 60 synchronous clients creating 281-byte ephemeral-sequential znodes.
@@ -96,68 +99,226 @@ pub async fn create_latency(ctx: &Context) -> anyhow::Result<Outcome> {
     Outcome::charted(ctx, "create-latency", chart, &series, rows, details)
 }
 
-/// Thesis Fig. 5.5: the servers' CPU use under 60 synchronous creating clients, and writes per
-/// CPU-second (the load generator's own CPU is reported too).
+/// Creates per second of cpu's fixed-rate case unless --rate says otherwise.
+pub fn default_rate(ctx: &Context) -> u32 {
+    ctx.scale.pick(100, 1_000, 1_000)
+}
+
+/// Thesis Fig. 5.5: the servers' CPU use (every server of an ensemble together) under
+/// synchronous creating clients, first saturating the target, then at a fixed rate of creates
+/// so that every target does the same work; writes per CPU-second for both, and the load
+/// generator's own CPU.
 pub async fn cpu(ctx: &Context) -> anyhow::Result<Outcome> {
     let clients = ctx.scale.pick(4, 60, 60);
-    let mut cores = row("60 sync clients", "server CPU cores", false);
-    let mut per_cpu = row("60 sync clients", "creates/CPU-s", true);
-    let mut rate = row("60 sync clients", "creates/s", true);
-    let mut generator = row("60 sync clients", "generator cores", false);
+    let rate = ctx.rate.unwrap_or_else(|| default_rate(ctx));
+    let cases = [
+        (format!("{clients} sync clients"), None, "cpu"),
+        (format!("{clients} sync, {rate}/s"), Some(rate), "cpu-rate"),
+    ];
+    let (mut rows, mut plots) = (Vec::new(), Vec::new());
     let mut details = serde_json::Map::new();
-    let mut series = Vec::new();
-    for target in ctx.real_targets() {
-        ctx.step(format!("cpu on {}", target.name()));
-        let dir = super::target_dir(ctx, "cpu", target, "60");
-        let server = super::launch(ctx, target, &dir, &super::durable_settings(&[])).await?;
-        super::prepare(&server, &[("/bench", 0)]).await?;
-        let pids = server.pids();
-        anyhow::ensure!(!pids.is_empty(), "no server process");
-        let total = ctx.scale.warmup() + ctx.scale.duration();
-        let sampler = tokio::spawn(sample_cpu(pids.clone(), total));
-        let before = pids_cpu_seconds(&pids, 0.0);
-        let started = std::time::Instant::now();
-        let make: MakeRequest =
-            Arc::new(|c, i| create_request(format!("/bench/c{c}-{i}-"), PAYLOAD_281, 3));
-        let spec = load::LoadSpec {
-            clients,
-            window: 1,
-            duration: ctx.scale.duration(),
-            warmup: ctx.scale.warmup(),
-            make,
+    for (case, rate, plot) in &cases {
+        let mut tally = CpuTally::new(case);
+        let mut series = Vec::new();
+        for target in ctx.real_targets() {
+            ctx.step(format!("cpu {case} on {}", target.name()));
+            let measured = measure_cpu(ctx, target, clients, *rate).await?;
+            tally.add(target, &measured);
+            series.push(crate::plot::Series {
+                name: target.name().into(),
+                points: measured.samples.clone(),
+            });
+            details.insert(format!("{case}/{}", target.name()), measured.to_json()?);
+        }
+        rows.extend(tally.rows(rate.is_some()));
+        let title = match rate {
+            None => format!(
+                "cpu: server CPU under {clients} synchronous clients, {}",
+                ctx.topology_label()
+            ),
+            Some(r) => format!(
+                "cpu: server CPU at {r} creates/s ({clients} clients), {}",
+                ctx.topology_label()
+            ),
         };
-        let result = load::run(&server.addrs, &spec).await?;
-        let used = pids_cpu_seconds(&pids, before) - before;
-        let wall = started.elapsed().as_secs_f64();
-        let samples = sampler.await?;
-        server.stop();
-        let server_cores = used / wall;
-        cores.values.insert(target.name().into(), server_cores);
-        rate.values.insert(target.name().into(), result.ops_per_sec);
-        per_cpu.values.insert(
-            target.name().into(),
-            if used > 0.0 {
-                result.ops as f64 / (used * result.seconds / wall)
-            } else {
-                0.0
-            },
-        );
-        generator
-            .values
-            .insert(target.name().into(), result.generator_cpu);
-        series.push(crate::plot::Series {
-            name: target.name().into(),
-            points: samples.clone(),
-        });
-        details.insert(target.name().into(), serde_json::json!({ "load": result, "server_cpu_seconds": used, "wall_seconds": wall, "cpu_timeline": samples }));
+        let path = ctx.plot_path(plot);
+        crate::plot::line_chart(&path, &title, "time (s)", "CPU cores used", &series)?;
+        plots.push(path);
     }
-    let chart = Chart {
-        title: "cpu: server CPU under 60 synchronous clients",
-        x: "time (s)",
-        y: "CPU cores used",
+    Ok(Outcome {
+        rows,
+        details: serde_json::Value::Object(details),
+        plots,
+    })
+}
+
+/// What one cpu measurement found.
+struct CpuMeasured {
+    load: LoadResult,
+    /// CPU seconds every server process used from the first request to the last reply.
+    server_cpu_seconds: f64,
+    wall_seconds: f64,
+    /// (seconds, cores) every half second.
+    samples: Vec<(f64, f64)>,
+    /// Snapshots the servers finished during the run, and the milliseconds they took, all
+    /// servers together (from `mntr`: zk_cnt_snapshottime, zk_sum_snapshottime).
+    snapshots: SnapshotWork,
+}
+
+/// Snapshot counters summed over every server's `mntr`.
+#[derive(Debug, Clone, Copy, Default, serde::Serialize)]
+struct SnapshotWork {
+    taken: f64,
+    millis: f64,
+}
+
+impl SnapshotWork {
+    async fn of(server: &crate::target::Launched) -> anyhow::Result<SnapshotWork> {
+        let mut work = SnapshotWork::default();
+        for &addr in &server.addrs {
+            let mntr = tokio::task::spawn_blocking(move || crate::ensemble::mntr(addr)).await?;
+            let number = |key: &str| mntr.get(key).and_then(|v| v.parse::<f64>().ok());
+            work.taken += number("zk_cnt_snapshottime").unwrap_or(0.0);
+            work.millis += number("zk_sum_snapshottime").unwrap_or(0.0);
+        }
+        Ok(work)
+    }
+
+    fn since(self, before: SnapshotWork) -> SnapshotWork {
+        SnapshotWork {
+            taken: self.taken - before.taken,
+            millis: self.millis - before.millis,
+        }
+    }
+}
+
+impl CpuMeasured {
+    fn to_json(&self) -> anyhow::Result<serde_json::Value> {
+        Ok(serde_json::json!({
+            "load": serde_json::to_value(&self.load)?,
+            "server_cpu_seconds": self.server_cpu_seconds,
+            "wall_seconds": self.wall_seconds,
+            "cpu_timeline": self.samples,
+            "snapshots": self.snapshots,
+        }))
+    }
+
+    /// Creates per CPU-second of the servers, over the measured part of the run.
+    fn per_cpu_second(&self) -> f64 {
+        let measured_share = self.load.seconds / self.wall_seconds;
+        let used = self.server_cpu_seconds * measured_share;
+        if used > 0.0 {
+            self.load.ops as f64 / used
+        } else {
+            0.0
+        }
+    }
+}
+
+/// The cpu scenario's rows for one case, a target at a time.
+struct CpuTally {
+    rate: Row,
+    cores: Row,
+    per_cpu: Row,
+    p99: Row,
+    generator: Row,
+    snapshots: Row,
+    snapshot_share: Row,
+}
+
+impl CpuTally {
+    fn new(case: &str) -> CpuTally {
+        CpuTally {
+            rate: row(case, "creates/s", true),
+            cores: row(case, "server CPU cores", false),
+            per_cpu: row(case, "creates/CPU-s", true),
+            p99: row(case, "p99 ms", false),
+            generator: row(case, "generator cores", false),
+            snapshots: row(case, "snapshots taken", false),
+            snapshot_share: row(case, "snapshot busy, cores", false),
+        }
+    }
+
+    fn add(&mut self, target: Target, m: &CpuMeasured) {
+        let name = target.name().to_string();
+        let cores = m.server_cpu_seconds / m.wall_seconds;
+        self.rate.values.insert(name.clone(), m.load.ops_per_sec);
+        self.cores.values.insert(name.clone(), cores);
+        self.per_cpu.values.insert(name.clone(), m.per_cpu_second());
+        let p99_ms = m.load.p99_us as f64 / 1000.0;
+        self.p99.values.insert(name.clone(), p99_ms);
+        self.generator
+            .values
+            .insert(name.clone(), m.load.generator_cpu);
+        self.snapshots
+            .values
+            .insert(name.clone(), m.snapshots.taken);
+        let busy = m.snapshots.millis / 1000.0 / m.wall_seconds;
+        self.snapshot_share.values.insert(name, busy);
+    }
+
+    /// At a fixed rate the latency says whether the target kept up easily; saturated, the
+    /// generator's share says whether the generator was the limit. The snapshot rows show
+    /// what diskless mode's busy snapshots cost (snapshot threads busy, in cores: time spent
+    /// writing snapshots per second of the run, which includes waiting for the disk).
+    fn rows(self, fixed_rate: bool) -> Vec<Row> {
+        let last = if fixed_rate { self.p99 } else { self.generator };
+        vec![
+            self.rate,
+            self.cores,
+            self.per_cpu,
+            last,
+            self.snapshots,
+            self.snapshot_share,
+        ]
+    }
+}
+
+/// Starts `target`, runs `clients` synchronous creating clients (at `rate` creates/s together,
+/// or as fast as they can), and measures every server process's CPU meanwhile.
+async fn measure_cpu(
+    ctx: &Context,
+    target: Target,
+    clients: usize,
+    rate: Option<u32>,
+) -> anyhow::Result<CpuMeasured> {
+    let case = rate.map_or("saturated".to_string(), |r| format!("rate-{r}"));
+    let dir = super::target_dir(ctx, "cpu", target, &case);
+    let server = super::launch(ctx, target, &dir, &super::durable_settings(&[])).await?;
+    super::prepare(&server, &[("/bench", 0)]).await?;
+    let pids = server.pids();
+    anyhow::ensure!(!pids.is_empty(), "no server process");
+    let total = ctx.scale.warmup() + ctx.scale.duration();
+    let snapshots_before = SnapshotWork::of(&server).await?;
+    let sampler = tokio::spawn(sample_cpu(pids.clone(), total));
+    let before = pids_cpu_seconds(&pids, 0.0);
+    let started = std::time::Instant::now();
+    let make: MakeRequest =
+        Arc::new(|c, i| create_request(format!("/bench/c{c}-{i}-"), PAYLOAD_281, 3));
+    let spec = load::LoadSpec {
+        clients,
+        window: 1,
+        duration: ctx.scale.duration(),
+        warmup: ctx.scale.warmup(),
+        make,
     };
-    let rows = vec![rate, cores, per_cpu, generator];
-    Outcome::charted(ctx, "cpu", chart, &series, rows, details)
+    let load = match rate {
+        None => load::run(&server.addrs, &spec).await?,
+        Some(rate) => load::run_paced(&server.addrs, &spec, rate).await?,
+    };
+    let used = pids_cpu_seconds(&pids, before) - before;
+    let wall_seconds = started.elapsed().as_secs_f64();
+    let samples = sampler.await?;
+    let snapshots = SnapshotWork::of(&server).await?.since(snapshots_before);
+    server.stop();
+    super::no_errors(target, &load)?;
+    Ok(CpuMeasured {
+        load,
+        server_cpu_seconds: used,
+        wall_seconds,
+        samples,
+        snapshots,
+    })
 }
 
 /// CPU seconds all of `pids` have used (`fallback` if any cannot be read).
