@@ -123,6 +123,18 @@ impl Transport {
 
     /// Stops every connection task (also done on drop).
     pub fn stop(self) {}
+
+    /// Stops every connection task and waits until they are gone, so the listen port is free
+    /// and no connection of this transport can still be accepted or served.
+    pub async fn shutdown(mut self) {
+        let tasks = std::mem::take(&mut self.tasks);
+        for t in &tasks {
+            t.abort();
+        }
+        for t in tasks {
+            let _ = t.await;
+        }
+    }
 }
 
 impl Drop for Transport {
