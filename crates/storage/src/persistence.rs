@@ -396,9 +396,21 @@ impl Persistence {
     }
 
     /// Stops the log writer after it has written and synced everything queued.
-    pub fn close(self) {
-        if let Some(wal) = self.wal {
+    pub fn close(mut self) {
+        if let Some(wal) = self.wal.take() {
             wal.close();
+        }
+    }
+}
+
+impl Drop for Persistence {
+    /// A snapshot still being written would otherwise outlive the server that took it and race
+    /// the next one on the same data dir. Bounded: a snapshot of a huge tree is abandoned as a
+    /// temp file, which recovery removes.
+    fn drop(&mut self) {
+        let deadline = Instant::now() + Duration::from_secs(10);
+        while self.snapshot_running.load(Ordering::Acquire) && Instant::now() < deadline {
+            std::thread::sleep(Duration::from_millis(1));
         }
     }
 }

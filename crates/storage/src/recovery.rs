@@ -75,8 +75,13 @@ fn remove_temp_files(fs: &dyn FileSystem, dir: &std::path::Path) -> Result<()> {
     for name in names.iter().filter(|n| n.ends_with(TEMP_SUFFIX)) {
         let path = dir.join(name);
         tracing::info!(path = %path.display(), "removing an unfinished snapshot left by a crash");
-        fs.remove(&path)
-            .map_err(StorageError::io("remove", &path))?;
+        match fs.remove(&path) {
+            // Already gone is what we wanted.
+            Err(e) if e.kind() != std::io::ErrorKind::NotFound => {
+                return Err(StorageError::io("remove", &path)(e))
+            }
+            _ => {}
+        }
     }
     Ok(())
 }
