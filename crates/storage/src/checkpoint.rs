@@ -14,7 +14,7 @@
 
 use crate::error::{Result, StorageError};
 use crate::fs::FileSystem;
-use crate::layout::{Layout, TEMP_SUFFIX};
+use crate::layout::Layout;
 use crate::record::{read_frame, write_frame, Frame, FRAME_HEADER_LEN};
 use crate::wal::encode_txn;
 use proto::jute::{Reader, Record};
@@ -54,21 +54,7 @@ pub fn write(
         write_frame(&mut bytes, &encode_txn(txn));
     }
     bytes.extend_from_slice(&[0; FRAME_HEADER_LEN]);
-    let mut temp = path.clone().into_os_string();
-    temp.push(TEMP_SUFFIX);
-    let temp = PathBuf::from(temp);
-    let _ = fs.remove(&temp);
-    let mut file = fs
-        .open_write(&temp, true)
-        .map_err(StorageError::io("create checkpoint", &temp))?;
-    file.write_at(0, &bytes)
-        .map_err(StorageError::io("write checkpoint", &temp))?;
-    file.sync_data()
-        .map_err(StorageError::io("fsync checkpoint", &temp))?;
-    fs.rename(&temp, &path)
-        .map_err(StorageError::io("rename checkpoint", &path))?;
-    fs.sync_dir(&layout.snap_dir)
-        .map_err(StorageError::io("sync data directory", &layout.snap_dir))
+    crate::atomic_file::replace(fs, &layout.snap_dir, &path, &bytes)
 }
 
 /// The checkpoint, if there is a whole one. A damaged file is reported as an error: the caller

@@ -5,8 +5,7 @@
 
 use crate::error::{Result, StorageError};
 use crate::fs::FileSystem;
-use crate::layout::{Layout, TEMP_SUFFIX};
-use std::path::PathBuf;
+use crate::layout::Layout;
 
 pub const ACCEPTED: &str = "acceptedEpoch";
 pub const CURRENT: &str = "currentEpoch";
@@ -55,21 +54,7 @@ fn read_one(fs: &dyn FileSystem, layout: &Layout, name: &str) -> Result<u32> {
 /// Durably records an epoch under `name` ([`ACCEPTED`] or [`CURRENT`]).
 pub fn save(fs: &dyn FileSystem, layout: &Layout, name: &str, epoch: u32) -> Result<()> {
     let path = layout.snap_dir.join(name);
-    let mut temp = path.clone().into_os_string();
-    temp.push(TEMP_SUFFIX);
-    let temp = PathBuf::from(temp);
-    let _ = fs.remove(&temp);
-    let mut file = fs
-        .open_write(&temp, true)
-        .map_err(StorageError::io("create epoch file", &temp))?;
-    file.write_at(0, format!("{epoch}\n").as_bytes())
-        .map_err(StorageError::io("write epoch file", &temp))?;
-    file.sync_data()
-        .map_err(StorageError::io("fsync epoch file", &temp))?;
-    fs.rename(&temp, &path)
-        .map_err(StorageError::io("rename epoch file", &path))?;
-    fs.sync_dir(&layout.snap_dir)
-        .map_err(StorageError::io("sync data directory", &layout.snap_dir))
+    crate::atomic_file::replace(fs, &layout.snap_dir, &path, format!("{epoch}\n").as_bytes())
 }
 
 #[cfg(test)]

@@ -13,6 +13,7 @@
 //!   data, for crash tests.
 //! * [`record`], [`layout`], [`error`]: framing and checksums, file names, errors.
 
+pub mod atomic_file;
 pub mod checkpoint;
 pub mod epoch;
 pub mod error;
