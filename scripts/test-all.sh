@@ -14,11 +14,11 @@ cargo clippy --workspace --all-targets -- -D warnings
 echo "== cargo test"
 cargo test --workspace --all-targets
 
-echo "== Zab in the deterministic simulator: 2,000 seeds, then every planted bug must be caught"
+echo "== Zab in the deterministic simulator: 2,000 seeds and every planted bug, in durable and in diskless mode"
 cargo clippy -p zab -p sim --all-targets --features sim/planted-bugs -- -D warnings
 cargo test -p sim --features planted-bugs
-./scripts/sim.sh --seeds 2000
-./scripts/sim.sh --all-bugs
+./scripts/sim.sh --both --seeds 2000
+./scripts/sim.sh --both --all-bugs
 
 echo "== go-zookeeper against meerkat"
 ./scripts/compat-go.sh

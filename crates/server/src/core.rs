@@ -348,6 +348,12 @@ impl Core {
                 return;
             }
         }
+        if req.last_zxid_seen > self.last_zxid() && self.saw_lost_writes(req.last_zxid_seen) {
+            tracing::warn!(conn, %peer, session = format!("0x{:x}", req.session_id), client_zxid = format!("0x{:x}", req.last_zxid_seen), our_zxid = format!("0x{:x}", self.last_zxid()),
+                "diskless: the client saw writes of an earlier epoch that this established ensemble does not hold (lost when every server that had them crashed); its session is expired");
+            self.reply_expired(conn, req.read_only);
+            return;
+        }
         if req.last_zxid_seen > self.last_zxid() {
             tracing::info!(conn, %peer, client_zxid = format!("0x{:x}", req.last_zxid_seen), our_zxid = format!("0x{:x}", self.last_zxid()),
                 "refusing session: client has seen a newer zxid than this server");
@@ -368,6 +374,20 @@ impl Core {
         } else {
             self.reattach_session(conn, req, timeout_ms);
         }
+    }
+
+    /// Diskless (DESIGN.md §5): a serving member of epoch e holds every write of earlier epochs
+    /// that survived. A client that saw a newer zxid of an earlier epoch saw writes that were
+    /// lost with every server that held them; no server will ever catch up to it, so refusing
+    /// it (as for a lagging server) would lock it out for good. Its session ends instead, so the
+    /// application sees SessionExpired and starts over.
+    fn saw_lost_writes(&self, client_zxid: i64) -> bool {
+        let Some(replica) = self.replica.as_deref() else {
+            return false;
+        };
+        self.persistence.is_diskless()
+            && replica.zab.is_serving()
+            && zab::Zxid::from_i64(client_zxid).epoch() < replica.zab.current_epoch()
     }
 
     fn create_session(&mut self, conn: ConnId, timeout_ms: u32, read_only: Option<bool>) {

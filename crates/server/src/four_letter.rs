@@ -244,6 +244,10 @@ fn ensemble_metrics(core: &Core) -> Vec<(&'static str, String)> {
         ("zk_accepted_epoch", r.zab.accepted_epoch().to_string()),
         ("zk_election_count", s.elections.to_string()),
         ("zk_last_election_ms", s.last_election_ms.to_string()),
+        (
+            "zk_full_house_elections",
+            s.full_house_elections.to_string(),
+        ),
         ("zk_digest_checks", s.digest_checks.to_string()),
         ("zk_forwarded_requests", s.forwarded.to_string()),
     ];

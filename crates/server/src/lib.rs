@@ -300,6 +300,13 @@ fn zab_boot(
         // A durable member keeps what it acknowledged in its log.
         (recovered.log.clone(), false)
     };
+    // An amnesiac diskless server votes as what its snapshot holds: the state was applied
+    // under the snapshot's epoch label, which may be older than the epoch file (DESIGN.md §5).
+    let current_epoch = if amnesia {
+        recovered.epoch_label.min(epochs.current)
+    } else {
+        epochs.current
+    };
     let log = log
         .iter()
         .map(|txn| {
@@ -312,7 +319,7 @@ fn zab_boot(
         .collect();
     Ok(zab::Boot {
         accepted_epoch: epochs.accepted,
-        current_epoch: epochs.current,
+        current_epoch,
         snapshot_zxid: zab::Zxid::from_i64(snapshot_zxid),
         log,
         amnesia,

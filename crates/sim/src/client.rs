@@ -39,6 +39,8 @@ pub enum Reply {
     },
     /// The server closed the connection (or refused it).
     Closed,
+    /// Diskless: the history this session saw was lost; it must start a new session.
+    Expired,
 }
 
 /// A request on the wire from a client to a server.

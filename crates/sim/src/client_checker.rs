@@ -8,6 +8,10 @@
 //! applied; a read issued after a sync on the same connection must be at least at the sync's
 //! zxid, which makes sync + read linearizable. Writes whose outcome is unknown may or may not be
 //! in the order; both are allowed. Sessions see monotonic zxids.
+//!
+//! Diskless mode may lose committed writes legitimately (`durability.rs` judges each loss).
+//! A lost write stays on its own branch: an operation answered there is judged against a replay
+//! of that branch (its path of parents), and it constrains nothing in real time afterwards.
 
 use crate::ops::{ClientOp, NodeValue, OpRecord, OpResult, KEYS};
 use crate::server::write_result;
@@ -15,7 +19,104 @@ use std::collections::BTreeMap;
 use tree::DataTree;
 use zab::{SharedEntry, Zxid};
 
-pub fn check_history(history: &[OpRecord], committed: &BTreeMap<Zxid, SharedEntry>) -> Vec<String> {
+/// What applying one committed write produced: who sent it, the result, the keys after it.
+struct Replayed {
+    client: i64,
+    cxid: i32,
+    result: OpResult,
+    values: Vec<NodeValue>,
+}
+
+/// The committed order (a line) and the lost branches hanging off it.
+pub struct CommitTree<'a> {
+    pub committed: &'a BTreeMap<Zxid, SharedEntry>,
+    pub lost: &'a BTreeMap<Zxid, SharedEntry>,
+    pub parents: &'a BTreeMap<Zxid, Zxid>,
+}
+
+impl CommitTree<'_> {
+    /// A committed order without losses (durable mode, unit tests).
+    pub fn line(committed: &BTreeMap<Zxid, SharedEntry>) -> CommitTree<'_> {
+        static EMPTY_ENTRIES: BTreeMap<Zxid, SharedEntry> = BTreeMap::new();
+        static EMPTY_PARENTS: BTreeMap<Zxid, Zxid> = BTreeMap::new();
+        CommitTree {
+            committed,
+            lost: &EMPTY_ENTRIES,
+            parents: &EMPTY_PARENTS,
+        }
+    }
+
+    fn entry(&self, z: Zxid) -> Option<&SharedEntry> {
+        self.committed.get(&z).or_else(|| self.lost.get(&z))
+    }
+
+    /// The write before `z` on its own branch.
+    fn parent(&self, z: Zxid) -> Zxid {
+        let line = || {
+            self.committed
+                .range(..z)
+                .next_back()
+                .map_or(Zxid::ZERO, |(k, _)| *k)
+        };
+        if self.committed.contains_key(&z) {
+            line()
+        } else {
+            self.parents.get(&z).copied().unwrap_or_else(line)
+        }
+    }
+
+    /// The writes from the empty tree up to and including `z`, on `z`'s branch.
+    fn path(&self, z: Zxid) -> Vec<&SharedEntry> {
+        let mut out = Vec::new();
+        let mut cur = z;
+        while cur != Zxid::ZERO {
+            let Some(e) = self.entry(cur) else { break };
+            out.push(e);
+            let parent = self.parent(cur);
+            assert!(parent < cur, "parent {parent} of {cur} is not before it");
+            cur = parent;
+        }
+        out.reverse();
+        out
+    }
+
+    /// Replays every lost write on its own branch.
+    fn replay_lost(&self) -> BTreeMap<Zxid, Replayed> {
+        let mut out = BTreeMap::new();
+        let mut tree = DataTree::new();
+        let mut tip = Zxid::ZERO;
+        let mut triggers = Vec::new();
+        for (&z, e) in self.lost {
+            let parent = self.parent(z);
+            if parent != tip {
+                tree = DataTree::new();
+                for p in self.path(parent) {
+                    tree.apply(&p.txn, &mut triggers);
+                }
+            }
+            let outcome = tree.apply(&e.txn, &mut triggers);
+            triggers.clear();
+            tip = z;
+            let values = (0..KEYS.len())
+                .map(|k| crate::server::read_value(&tree, k))
+                .collect();
+            out.insert(
+                z,
+                Replayed {
+                    client: e.txn.header.client_id,
+                    cxid: e.txn.header.cxid,
+                    result: write_result(z, &outcome),
+                    values,
+                },
+            );
+        }
+        out
+    }
+}
+
+pub fn check_history(history: &[OpRecord], order: &CommitTree<'_>) -> Vec<String> {
+    let committed = order.committed;
+    let lost_replay = order.replay_lost();
     let mut failures = Vec::new();
     let mut fail = |s: String| {
         if failures.len() < 20 {
@@ -45,7 +146,14 @@ pub fn check_history(history: &[OpRecord], committed: &BTreeMap<Zxid, SharedEntr
             }
         }
     }
+    // Writes lost on an abandoned branch: judged against that branch.
+    for (z, r) in &lost_replay {
+        outcomes.insert(*z, (r.client, r.cxid, r.result.clone()));
+    }
     let state_at = |key: usize, z: Zxid| -> &NodeValue {
+        if let Some(r) = lost_replay.get(&z) {
+            return &r.values[key];
+        }
         let t = &timelines[key];
         let idx = t.partition_point(|(at, _)| *at <= z);
         &t[idx.saturating_sub(1)].1
@@ -74,7 +182,7 @@ pub fn check_history(history: &[OpRecord], committed: &BTreeMap<Zxid, SharedEntr
                     fail(format!("op {i}: read result for a write"));
                     continue;
                 };
-                if *zxid != Zxid::ZERO && !committed.contains_key(zxid) {
+                if *zxid != Zxid::ZERO && order.entry(*zxid).is_none() {
                     fail(format!("op {i}: read at {zxid}, which is not committed"));
                 }
                 let expected = state_at(key, *zxid);
@@ -87,7 +195,7 @@ pub fn check_history(history: &[OpRecord], committed: &BTreeMap<Zxid, SharedEntr
                 }
                 if let Some(s) = op.after_sync {
                     if let Some(OpResult::Written { zxid: sz, .. }) = &history[s].result {
-                        if zxid < sz {
+                        if zxid < sz && !order.lost.contains_key(sz) && !order.lost.contains_key(zxid) {
                             fail(format!("sync+read: op {i} read at {zxid} before its sync at {sz}"));
                         }
                     }
@@ -98,8 +206,13 @@ pub fn check_history(history: &[OpRecord], committed: &BTreeMap<Zxid, SharedEntr
     }
 
     // Real time: completed-before-invoked implies ordered-before, for writes and syncs.
+    // A point on a lost branch constrains nothing (the branch is gone).
     let point = |op: &OpRecord| match &op.result {
-        Some(OpResult::Written { zxid, .. }) | Some(OpResult::Read { zxid, .. }) => Some(*zxid),
+        Some(OpResult::Written { zxid, .. }) | Some(OpResult::Read { zxid, .. })
+            if !order.lost.contains_key(zxid) =>
+        {
+            Some(*zxid)
+        }
         _ => None,
     };
     let mut done: Vec<(u64, Zxid, usize)> = history
@@ -121,6 +234,9 @@ pub fn check_history(history: &[OpRecord], committed: &BTreeMap<Zxid, SharedEntr
         let Some(OpResult::Written { zxid, .. }) = &op.result else {
             continue;
         };
+        if order.lost.contains_key(zxid) {
+            continue;
+        }
         let n = done.partition_point(|(t, _, _)| *t < op.invoked_at);
         if n == 0 {
             continue;
@@ -255,7 +371,7 @@ mod tests {
             },
         );
         assert_eq!(
-            check_history(&[set_b(), read], &committed()),
+            check_history(&[set_b(), read], &CommitTree::line(&committed())),
             Vec::<String>::new()
         );
     }
@@ -271,7 +387,7 @@ mod tests {
                 value: Some((b"a".to_vec(), 0)),
             },
         );
-        let f = check_history(&[set_b(), read], &committed());
+        let f = check_history(&[set_b(), read], &CommitTree::line(&committed()));
         assert!(f.iter().any(|m| m.contains("stale")), "{f:?}");
     }
 
@@ -283,7 +399,7 @@ mod tests {
             code: 0,
             version: Some(1),
         });
-        let f = check_history(&[lost], &committed());
+        let f = check_history(&[lost], &CommitTree::line(&committed()));
         assert!(f.iter().any(|m| m.contains("lost write")), "{f:?}");
     }
 
@@ -299,7 +415,7 @@ mod tests {
                 value: Some((b"b".to_vec(), 1)),
             },
         );
-        let f = check_history(&[read, set_b()], &committed());
+        let f = check_history(&[read, set_b()], &CommitTree::line(&committed()));
         assert!(f.iter().any(|m| m.contains("linearizability")), "{f:?}");
     }
 }

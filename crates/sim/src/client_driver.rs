@@ -29,6 +29,12 @@ impl World {
         }
         match reply {
             Reply::Closed => self.client_disconnect(ci),
+            Reply::Expired => {
+                // A new session: it has seen nothing yet.
+                self.client_disconnect(ci);
+                self.clients[ci].last_zxid = zab::Zxid::ZERO;
+                self.sessions_expired += 1;
+            }
             Reply::Result { cxid, result } => {
                 let Some((expected, record)) = self.clients[ci].outstanding.pop_front() else {
                     self.fail(format!(

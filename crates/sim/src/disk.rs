@@ -2,10 +2,26 @@
 //! the newest snapshot, and a log that behaves like a page cache: appends are lost on a crash
 //! unless an fsync covering them completed. Group commit: one fsync covers every record
 //! appended before it started.
+//!
+//! In diskless mode (DESIGN.md §5) the "log" is the server's memory and never survives a crash;
+//! what survives is the newest *completed* snapshot (a busy snapshot still being written is
+//! lost), possibly marked *whole* (a failure checkpoint, with the acknowledged entries it
+//! saved), and the epoch files.
 
 use crate::rng::SimRng;
 use std::sync::Arc;
-use zab::{Image, SharedEntry, Zxid};
+use zab::{Image, Millis, SharedEntry, Zxid};
+
+/// A diskless busy snapshot being written in the background (thesis Alg. 4.1).
+#[derive(Debug, Clone)]
+pub struct BusySnapshot {
+    pub zxid: Zxid,
+    /// The snapshot's epoch label (see `zab::Boot`).
+    pub epoch: u32,
+    pub image: Image,
+    pub zxids: Arc<Vec<Zxid>>,
+    pub done_at: Millis,
+}
 
 #[derive(Debug, Clone, Default)]
 pub struct SimDisk {
@@ -13,6 +29,14 @@ pub struct SimDisk {
     pub current_epoch: u32,
     pub snapshot_zxid: Zxid,
     pub snapshot_image: Image,
+    /// Diskless: the snapshot's epoch label and the zxids its image holds.
+    pub snapshot_epoch: u32,
+    pub snapshot_zxids: Arc<Vec<Zxid>>,
+    /// Diskless: the stored snapshot is a whole failure checkpoint with these entries after it.
+    /// Removed (durably) before the first proposal is acknowledged after it.
+    pub whole: Option<Vec<SharedEntry>>,
+    /// Diskless: a busy snapshot in progress.
+    pub busy: Option<BusySnapshot>,
     pub log: Vec<SharedEntry>,
     /// Records `log[..durable_len]` survive a crash.
     pub durable_len: usize,
@@ -96,12 +120,16 @@ impl SimDisk {
         Ok(())
     }
 
-    /// Synchronous truncation: the file is cut and the cut is durable.
+    /// Synchronous truncation: the file is cut and the cut is durable. A whole checkpoint's
+    /// entries are cut the same way, so it never resurrects what the leader truncated.
     pub fn truncate(&mut self, zxid: Zxid) {
         let keep = self.log.partition_point(|e| e.zxid <= zxid);
         self.log.truncate(keep);
         self.durable_len = self.durable_len.min(keep);
         self.fsync_covers = self.fsync_covers.map(|c| c.min(keep));
+        if let Some(entries) = self.whole.as_mut() {
+            entries.retain(|e| e.zxid <= zxid);
+        }
     }
 
     /// Synchronous: the snapshot is written and fsynced, and the old log is dropped.
@@ -111,6 +139,48 @@ impl SimDisk {
         self.log.clear();
         self.durable_len = 0;
         self.fsync_covers = None;
+    }
+
+    /// Diskless: store a completed snapshot (a leader's SNAP, a finished busy snapshot or a
+    /// checkpoint) with its label; it replaces the stored one and is never whole by itself.
+    pub fn store_snapshot(&mut self, zxid: Zxid, epoch: u32, image: Image, zxids: Arc<Vec<Zxid>>) {
+        self.snapshot_zxid = zxid;
+        self.snapshot_image = image;
+        self.snapshot_epoch = epoch;
+        self.snapshot_zxids = zxids;
+        self.whole = None;
+    }
+
+    /// Diskless: a busy snapshot finished. It becomes the stored snapshot if it is newer; a
+    /// whole checkpoint stays whole (its entries after the new snapshot still complete it).
+    pub fn finish_busy(&mut self) {
+        let Some(b) = self.busy.take() else { return };
+        if b.zxid <= self.snapshot_zxid {
+            return;
+        }
+        let whole = self.whole.take().map(|mut entries| {
+            entries.retain(|e| e.zxid > b.zxid);
+            entries
+        });
+        self.store_snapshot(b.zxid, b.epoch, b.image, b.zxids);
+        self.whole = whole;
+    }
+
+    /// Diskless: whether what survives a crash holds `zxid` (a snapshot or checkpoint).
+    pub fn holds_durably(&self, zxid: Zxid) -> bool {
+        self.snapshot_zxids.binary_search(&zxid).is_ok()
+            || self
+                .whole
+                .as_ref()
+                .is_some_and(|w| w.iter().any(|e| e.zxid == zxid))
+    }
+
+    /// Diskless power loss: memory is gone, and with it a busy snapshot still being written.
+    pub fn crash_diskless(&mut self) {
+        self.log.clear();
+        self.durable_len = 0;
+        self.fsync_covers = None;
+        self.busy = None;
     }
 
     /// Starts an fsync if none runs and something is not durable; returns true if started.
@@ -162,6 +232,10 @@ impl SimDisk {
         self.fsync_covers = None;
         self.snapshot_zxid = Zxid::ZERO;
         self.snapshot_image = Arc::new(Vec::new());
+        self.snapshot_epoch = 0;
+        self.snapshot_zxids = Arc::new(Vec::new());
+        self.whole = None;
+        self.busy = None;
         self.wiped = true;
     }
 }

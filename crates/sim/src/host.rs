@@ -108,8 +108,15 @@ impl World {
                 let leading = self.server(sid).zab.as_ref().map(Zab::role) == Some(Role::Leading);
                 if leading {
                     self.checker.on_propose(sid, &entry);
+                    if self.opts.diskless {
+                        self.durability_on_propose(entry.zxid);
+                    }
                 }
-                if let Err(err) = self.server_mut(sid).disk.append(entry) {
+                let disk = &mut self.server_mut(sid).disk;
+                // Diskless: about to acknowledge a proposal, so a whole checkpoint no longer
+                // covers everything acknowledged; the mark goes first (contract point 3).
+                disk.whole = None;
+                if let Err(err) = disk.append(entry) {
                     self.fail(format!("server {sid} disk: {err}"));
                 }
                 self.maybe_start_fsync(sid);
@@ -121,7 +128,11 @@ impl World {
             }
             Action::SaveSnapshot { zxid, image } => {
                 self.trace.event(self.now, sid, "save-snapshot", 0, zxid.0);
-                self.server_mut(sid).disk.save_snapshot(zxid, image);
+                if self.opts.diskless {
+                    self.save_leader_snapshot_diskless(sid, zxid, image);
+                } else {
+                    self.server_mut(sid).disk.save_snapshot(zxid, image);
+                }
             }
             Action::SendSnapshot { to, zxid } => {
                 let s = self.server(sid);
@@ -166,9 +177,13 @@ impl World {
 
     pub(crate) fn maybe_start_fsync(&mut self, sid: Sid) {
         if self.server_mut(sid).disk.start_fsync() {
-            let latency = self
-                .rng
-                .range(self.opts.fsync_min_ms, self.opts.fsync_max_ms);
+            // Diskless: an append is as durable as it gets once it is in memory.
+            let latency = if self.opts.diskless {
+                0
+            } else {
+                self.rng
+                    .range(self.opts.fsync_min_ms, self.opts.fsync_max_ms)
+            };
             let incarnation = self.server(sid).incarnation;
             self.schedule(
                 self.now + latency,
@@ -205,19 +220,50 @@ impl World {
         s.tree = replay(&txns);
         s.applied = txns;
         s.prep = Prep::default();
+        // A leader's SNAP: a committed prefix, labelled (safely) with its zxid's epoch. A busy
+        // snapshot of the state it replaced is abandoned.
+        s.applied_label = zxid.epoch();
+        s.disk.busy = None;
+    }
+
+    /// Diskless `SaveSnapshot`: the leader's image is stored durably (never whole: what this
+    /// server acknowledged before is not in it), and memory starts over from it.
+    fn save_leader_snapshot_diskless(&mut self, sid: Sid, zxid: Zxid, image: zab::Image) {
+        let zxids = match decode_image(&image) {
+            Ok(txns) => txns.iter().map(|t| Zxid::from_i64(t.header.zxid)).collect(),
+            Err(e) => {
+                self.fail(format!("server {sid}: undecodable snapshot: {e}"));
+                return;
+            }
+        };
+        let disk = &mut self.server_mut(sid).disk;
+        disk.store_snapshot(zxid, zxid.epoch(), image, std::sync::Arc::new(zxids));
+        disk.log.clear();
+        disk.durable_len = 0;
+        disk.fsync_covers = None;
     }
 
     pub(crate) fn deliver(&mut self, sid: Sid, entry: SharedEntry) {
         self.trace.event(self.now, sid, "deliver", 0, entry.zxid.0);
-        self.checker.on_deliver(sid, &entry);
+        let parent = self.server(sid).applied_zxid();
+        self.checker.on_deliver(sid, &entry, parent);
         let leading = self.server(sid).zab.as_ref().map(Zab::role) == Some(Role::Leading);
-        if leading && self.opts.check_quorum_durability {
+        if !self.opts.diskless && leading && self.opts.check_quorum_durability {
             self.check_committed_is_durable_on_a_quorum(sid, entry.zxid);
         }
         let s = self.server_mut(sid);
         let mut triggers = Vec::new();
         let outcome = s.tree.apply(&entry.txn, &mut triggers);
         s.applied.push(entry.txn.clone());
+        s.delivered_in_batch = true;
+        if self.opts.diskless {
+            // After the apply: the committing leader holds what it applies.
+            if leading {
+                self.durability_on_commit(sid, entry.zxid);
+            }
+            self.durability_on_deliver(sid, entry.zxid);
+        }
+        let s = self.server_mut(sid);
         s.prep.applied(entry.zxid.as_i64());
         let digest = s.tree.digest();
         if let Some(zab) = s.zab.as_mut() {
@@ -245,6 +291,9 @@ impl World {
         self.trace
             .event(self.now, sid, role_name(role), 0, u64::from(epoch));
         let was_serving = self.server(sid).serving;
+        if self.opts.diskless && was_serving && role == Role::Looking {
+            self.failure_checkpoint(sid);
+        }
         match role {
             Role::Leading => {
                 let delivered = self
@@ -253,6 +302,10 @@ impl World {
                     .as_ref()
                     .map_or(Zxid::ZERO, Zab::delivered);
                 self.checker.on_established(sid, epoch, delivered, self.now);
+                if self.opts.diskless {
+                    self.durability_on_established(sid, epoch);
+                    self.sample_full_house(sid);
+                }
                 let s = self.server_mut(sid);
                 s.speculative = Some(replay(&s.applied));
                 s.prep = Prep::default();

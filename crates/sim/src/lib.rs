@@ -10,7 +10,8 @@
 //! * [`network`], [`disk`], [`rng`]: the simulated environment.
 //! * [`nemesis`], [`options`]: the faults, and the per-seed choice of everything.
 //! * [`client`], [`ops`]: simulated clients and the history they record.
-//! * [`zab_checker`], [`client_checker`]: the properties checked.
+//! * [`diskless`]: the diskless host contract (busy snapshots, failure checkpoints, boot).
+//! * [`zab_checker`], [`client_checker`], [`durability`]: the properties checked.
 //! * [`run`]: one run (safety phase, liveness phase, checks); [`scenario`]: scripted
 //!   regressions of known ZooKeeper bugs.
 
@@ -18,6 +19,8 @@ pub mod client;
 pub mod client_checker;
 pub mod client_driver;
 pub mod disk;
+pub mod diskless;
+pub mod durability;
 pub mod host;
 pub mod nemesis;
 pub mod network;

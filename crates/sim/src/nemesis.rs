@@ -136,6 +136,8 @@ impl World {
                     self.crash(sid);
                     self.schedule_restart(sid);
                 }
+                // The window counts from the first power loss since the last establishment.
+                self.durability.power_loss_at.get_or_insert(self.now);
             }
         }
     }

@@ -54,6 +54,12 @@ pub struct SimOptions {
     pub check_quorum_durability: bool,
     /// A planted bug by name (needs the `planted-bugs` feature).
     pub bug: Option<String>,
+    /// Diskless mode (DESIGN.md §5): no log, busy snapshots, failure checkpoints, full houses.
+    pub diskless: bool,
+    /// Diskless: a busy snapshot takes this long, plus `snapshot_ms_per_1000_txns` per thousand
+    /// transactions in the tree's history, plus up to half the base again as noise.
+    pub snapshot_base_ms: Millis,
+    pub snapshot_ms_per_1000_txns: Millis,
     /// Print a readable trace of every event.
     pub verbose: bool,
 }
@@ -74,6 +80,8 @@ impl SimOptions {
         }
         let net_delay_min_ms = rng.range(0, 1);
         let fsync_min_ms = rng.range(0, 2);
+        // Drawn from their own stream, so durable runs keep exactly the options they had.
+        let mut snap_rng = SimRng::new(seed ^ 0xd15c_1e55);
         SimOptions {
             seed,
             servers,
@@ -90,6 +98,9 @@ impl SimOptions {
             committed_log_max: if rng.chance(0.3) { 20 } else { 500 },
             check_quorum_durability: true,
             bug: None,
+            diskless: false,
+            snapshot_base_ms: snap_rng.range(5, 150),
+            snapshot_ms_per_1000_txns: snap_rng.range(5, 50),
             verbose: false,
         }
     }

@@ -83,6 +83,14 @@ impl World {
         let s = self.server(sid);
         let delivered = s.zab.as_ref().map_or(Zxid::ZERO, Zab::delivered);
         let accept = s.is_up() && s.serving && delivered >= req.last_zxid;
+        let epoch = s.zab.as_ref().map_or(0, Zab::current_epoch);
+        if self.opts.diskless && !accept && s.serving && req.last_zxid.epoch() < epoch {
+            // A serving server of epoch e holds every surviving write of earlier epochs; one it
+            // lacks was lost with the servers that held it (DESIGN.md §5), and so is the
+            // session that saw it.
+            self.reply(client_idx, req.conn, Reply::Expired);
+            return;
+        }
         if !accept {
             self.reply(client_idx, req.conn, Reply::Closed);
             return;

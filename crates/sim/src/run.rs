@@ -1,7 +1,7 @@
 //! One simulated run: a safety phase with faults, then a liveness phase on a healed network
 //! (with one measured leader crash), then the end-of-run checks.
 
-use crate::client_checker::check_history;
+use crate::client_checker::{check_history, CommitTree};
 use crate::ops::OpResult;
 use crate::options::SimOptions;
 use crate::world::World;
@@ -20,6 +20,30 @@ pub struct RunReport {
     pub committed: usize,
     pub ops: usize,
     pub events: u64,
+    /// Diskless: committed writes lost legitimately, one entry per establishment that lost
+    /// some (and one per whole-ensemble power loss, even if it lost nothing).
+    pub losses: Vec<LossSummary>,
+    /// Diskless: lost writes a later leader had after all.
+    pub revived: usize,
+    /// Diskless: per full-house establishment, ms since the last voter booted.
+    pub full_house_ms: Vec<Millis>,
+    /// Diskless: client sessions expired because the history they saw was lost.
+    pub sessions_expired: usize,
+    /// Diskless: ms from restarting every server after the liveness phase's power loss to an
+    /// established leader.
+    pub recovery_ms: Vec<Millis>,
+}
+
+/// One loss event of a diskless run.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct LossSummary {
+    /// Committed transactions lost.
+    pub txns: usize,
+    /// Of which a client had been told they succeeded.
+    pub acknowledged: usize,
+    /// From the commit of the oldest lost write to the failure.
+    pub span_ms: Millis,
+    pub after_power_loss: bool,
 }
 
 impl World {
@@ -132,6 +156,9 @@ impl World {
                 return;
             }
         }
+        if self.opts.diskless && !self.measure_power_loss_recovery() {
+            return;
+        }
         // Longer than a client's timeout, so a client stuck on a dead connection still gets
         // to write after the heal.
         self.run_until(self.now + 2 * crate::client::CLIENT_TIMEOUT_MS);
@@ -155,18 +182,76 @@ impl World {
         }
     }
 
+    /// Diskless: a whole-ensemble power loss on a healthy ensemble, every server restarted at
+    /// once; measures the time until a leader (normally a full house's) is established. The
+    /// window it loses is judged like any other. False if the ensemble did not come back.
+    fn measure_power_loss_recovery(&mut self) -> bool {
+        self.run_until(self.now + 200);
+        self.durability.power_loss_at.get_or_insert(self.now);
+        self.trace.line(self.now, "measured power loss");
+        for sid in self.all_sids() {
+            self.crash(sid);
+        }
+        let restarted_at = self.now;
+        for sid in self.all_sids() {
+            self.restart(sid);
+        }
+        if !self.settle(SETTLE_MS_MAX) {
+            let state = self.describe();
+            self.fail(format!(
+                "liveness: no leader {SETTLE_MS_MAX} ms after a power loss: {state}"
+            ));
+            return false;
+        }
+        if let Some((_, _, at)) = self.checker.leaders.values().max_by_key(|l| l.2) {
+            self.recovery_samples.push(at - restarted_at);
+        }
+        true
+    }
+
     pub fn final_checks(&mut self) {
         let disks = self.final_disks();
         self.checker.finish(&disks);
         let mut found = std::mem::take(&mut self.checker.failures);
-        found.extend(check_history(&self.history, &self.checker.committed));
+        let order = CommitTree {
+            committed: &self.checker.committed,
+            lost: &self.checker.lost,
+            parents: &self.checker.parents,
+        };
+        found.extend(check_history(&self.history, &order));
         for f in found {
             self.fail(f);
         }
     }
 
+    fn loss_summaries(&self) -> Vec<LossSummary> {
+        let told: std::collections::BTreeSet<zab::Zxid> = self
+            .history
+            .iter()
+            .filter_map(|op| match &op.result {
+                Some(OpResult::Written { zxid, .. }) => Some(*zxid),
+                _ => None,
+            })
+            .collect();
+        self.durability
+            .losses
+            .iter()
+            .map(|l| LossSummary {
+                txns: l.zxids.len(),
+                acknowledged: l.zxids.iter().filter(|z| told.contains(z)).count(),
+                span_ms: l.span_ms,
+                after_power_loss: l.after_power_loss,
+            })
+            .collect()
+    }
+
     pub fn report(&self) -> RunReport {
         RunReport {
+            losses: self.loss_summaries(),
+            revived: self.checker.revived,
+            full_house_ms: self.full_house_samples.clone(),
+            sessions_expired: self.sessions_expired,
+            recovery_ms: self.recovery_samples.clone(),
             seed: self.opts.seed,
             servers: self.opts.servers,
             failures: self.failures.clone(),

@@ -46,6 +46,17 @@ pub struct SimServer {
     pub sessions: BTreeMap<ClientId, SessionQueue>,
     pub serving: bool,
     pub incarnation: u64,
+    /// Diskless: the epoch label of the applied state (the currentEpoch when it was applied,
+    /// or the zxid's epoch for a leader's SNAP); a snapshot of it carries this label.
+    pub applied_label: u32,
+    /// When this server last booted.
+    pub booted_at: Millis,
+    /// Set by a delivery, cleared when the host finishes the batch of actions.
+    pub delivered_in_batch: bool,
+    /// Crashes and wipes so far; a holder of a write is protected while this is unchanged.
+    pub crash_count: u64,
+    /// The world's crash sequence number at this server's last crash (0: never).
+    pub last_crash_seq: u64,
     /// Local clock = (global * (1e6 + drift_ppm) / 1e6) + offset.
     pub clock_offset_ms: u64,
     pub clock_drift_ppm: i64,
@@ -65,6 +76,11 @@ impl SimServer {
             sessions: BTreeMap::new(),
             serving: false,
             incarnation: 0,
+            applied_label: 0,
+            crash_count: 0,
+            last_crash_seq: 0,
+            delivered_in_batch: false,
+            booted_at: 0,
             clock_offset_ms,
             clock_drift_ppm,
             paused_until: 0,
@@ -79,6 +95,29 @@ impl SimServer {
 
     pub fn is_up(&self) -> bool {
         self.zab.is_some()
+    }
+
+    /// The zxid the applied state is at.
+    pub fn applied_zxid(&self) -> Zxid {
+        self.applied
+            .last()
+            .map_or(Zxid::ZERO, |t| Zxid::from_i64(t.header.zxid))
+    }
+
+    /// Whether the applied state holds `zxid` (applied txns are in zxid order).
+    pub fn has_applied(&self, zxid: Zxid) -> bool {
+        self.applied
+            .binary_search_by(|t| Zxid::from_i64(t.header.zxid).cmp(&zxid))
+            .is_ok()
+    }
+
+    /// Whether this live server holds `zxid` in memory: applied, or in Zab's undelivered log.
+    pub fn holds_in_memory(&self, zxid: Zxid) -> bool {
+        self.has_applied(zxid)
+            || self
+                .zab
+                .as_ref()
+                .is_some_and(|z| z.undelivered().iter().any(|e| e.zxid == zxid))
     }
 }
 

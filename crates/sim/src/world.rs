@@ -2,6 +2,7 @@
 //! event queue. Nothing here reads real time or OS randomness; a seed determines every event.
 
 use crate::client::{ClientRequest, Reply, SimClient};
+use crate::durability::DurabilityChecker;
 use crate::network::Network;
 use crate::ops::{ClientId, ClientOp, OpRecord, KEYS};
 use crate::options::SimOptions;
@@ -12,7 +13,7 @@ use crate::zab_checker::ZabChecker;
 use std::cmp::Ordering;
 use std::collections::{BTreeSet, BinaryHeap};
 use tree::Prep;
-use zab::{Boot, Config, Message, Millis, Role, SharedEntry, Sid, Zab};
+use zab::{Boot, Config, Durability, Message, Millis, Role, SharedEntry, Sid, Zab};
 
 /// Places in a learner's NEWLEADER handling where a scenario can crash it (ZAB.md §9,
 /// fault schedule 2).
@@ -85,6 +86,11 @@ pub enum Event {
     Resume {
         node: Sid,
     },
+    /// Diskless: a busy snapshot finished writing.
+    SnapshotDone {
+        node: Sid,
+        incarnation: u64,
+    },
     Heal,
 }
 
@@ -128,6 +134,10 @@ pub struct World {
     pub clients: Vec<SimClient>,
     pub history: Vec<OpRecord>,
     pub checker: ZabChecker,
+    /// Diskless mode's durability checks.
+    pub durability: DurabilityChecker,
+    /// Crashes (and wipes) so far, over all servers.
+    pub crash_seq: u64,
     pub trace: Trace,
     pub failures: Vec<String>,
     pub events: u64,
@@ -136,6 +146,12 @@ pub struct World {
     /// (crash time, first detection, established) of the last measured leader loss.
     pub leader_loss: Option<(Millis, Option<Millis>)>,
     pub election_samples: Vec<Millis>,
+    /// Diskless: client sessions expired because the history they saw was lost.
+    pub sessions_expired: usize,
+    /// Diskless: per full-house establishment, the time since the last voter booted.
+    pub full_house_samples: Vec<Millis>,
+    /// Diskless: the liveness phase's measured recovery from a power loss.
+    pub recovery_samples: Vec<Millis>,
     /// Clients issue work only while this is set.
     pub workload_on: bool,
     /// While set, restarts and crashes scheduled by the nemesis take effect.
@@ -173,6 +189,7 @@ impl World {
             .collect();
         let net = Network::new(opts.net_delay_min_ms, opts.net_delay_max_ms);
         let verbose = opts.verbose;
+        let diskless = opts.diskless;
         World {
             opts,
             rng,
@@ -183,7 +200,9 @@ impl World {
             net,
             clients,
             history: Vec::new(),
-            checker: ZabChecker::default(),
+            checker: ZabChecker::new(diskless),
+            durability: DurabilityChecker::default(),
+            crash_seq: 0,
             trace: Trace::new(verbose),
             failures: Vec::new(),
             events: 0,
@@ -191,6 +210,9 @@ impl World {
             observers,
             leader_loss: None,
             election_samples: Vec::new(),
+            sessions_expired: 0,
+            full_house_samples: Vec::new(),
+            recovery_samples: Vec::new(),
             workload_on: true,
             nemesis_on: true,
             crash_after_sync_ack: false,
@@ -237,6 +259,9 @@ impl World {
         #[allow(unused_mut)]
         let mut c = Config::new(sid, self.voters.clone(), self.observers.clone());
         c.committed_log_max = self.opts.committed_log_max;
+        if self.opts.diskless {
+            c.durability = Durability::Diskless;
+        }
         #[cfg(feature = "planted-bugs")]
         {
             c.planted_bug = self
@@ -281,7 +306,8 @@ impl World {
             Event::Deliver { to, .. } => Some(*to),
             Event::PeerDown { node, .. }
             | Event::Tick { node, .. }
-            | Event::FsyncDone { node, .. } => Some(*node),
+            | Event::FsyncDone { node, .. }
+            | Event::SnapshotDone { node, .. } => Some(*node),
             Event::ToServer { server, .. } => Some(*server),
             _ => None,
         };
@@ -334,6 +360,7 @@ impl World {
                 }
             }
             Event::FsyncDone { node, incarnation } => self.on_fsync_done(node, incarnation),
+            Event::SnapshotDone { node, incarnation } => self.on_snapshot_done(node, incarnation),
             Event::ToServer { server, req } => self.on_client_request(server, req),
             Event::ToClient {
                 client,
@@ -385,6 +412,9 @@ impl World {
                 None => return,
             };
             if actions.is_empty() {
+                if self.opts.diskless {
+                    self.diskless_after_batch(sid);
+                }
                 return;
             }
             let incarnation = self.server(sid).incarnation;
@@ -416,14 +446,21 @@ impl World {
         }
         let mut rng = self.rng.fork();
         let torn = self.torn_writes;
+        let diskless = self.opts.diskless;
+        self.crash_seq += 1;
+        let seq = self.crash_seq;
         let s = self.server_mut(sid);
         s.zab = None;
         s.serving = false;
-        if torn {
+        if diskless {
+            s.disk.crash_diskless();
+        } else if torn {
             s.disk.crash(&mut rng);
         } else {
             s.disk.crash_clean();
         }
+        s.crash_count += 1;
+        s.last_crash_seq = seq;
         s.incarnation += 1;
         s.tree = tree::DataTree::new();
         s.applied.clear();
@@ -449,7 +486,10 @@ impl World {
     pub fn wipe(&mut self, sid: Sid) {
         self.crash(sid);
         self.trace.event(self.now, sid, "WIPE", 0, 0);
-        self.server_mut(sid).disk.wipe();
+        let s = self.server_mut(sid);
+        s.disk.wipe();
+        // A server that was already down still loses what its disk held.
+        s.crash_count += 1;
     }
 
     pub fn restart(&mut self, sid: Sid) {
@@ -457,6 +497,7 @@ impl World {
             return;
         }
         let config = self.config_for(sid);
+        let diskless_boot = self.opts.diskless.then(|| self.diskless_boot(sid));
         let s = self.server(sid);
         let txns = match decode_image(&s.disk.snapshot_image) {
             Ok(t) => t,
@@ -465,14 +506,14 @@ impl World {
                 return;
             }
         };
-        let boot = Boot {
+        let boot = diskless_boot.unwrap_or_else(|| Boot {
             accepted_epoch: s.disk.accepted_epoch,
             current_epoch: s.disk.current_epoch,
             snapshot_zxid: s.disk.snapshot_zxid,
             log: s.disk.log.clone(),
             amnesia: s.disk.wiped,
             incarnation: s.incarnation,
-        };
+        });
         let snapshot_zxid = boot.snapshot_zxid;
         let now = s.local_time(self.now);
         self.trace
@@ -480,12 +521,14 @@ impl World {
         self.checker.on_image(sid, snapshot_zxid, &txns);
         match Zab::new(config, boot, now) {
             Ok(zab) => {
+                let now = self.now;
                 let s = self.server_mut(sid);
                 s.tree = replay(&txns);
                 s.applied = txns;
                 s.prep = Prep::default();
                 s.sessions.clear();
                 s.zab = Some(zab);
+                s.booted_at = now;
                 let incarnation = s.incarnation;
                 self.run_actions(sid);
                 let phase = self.rng.range(0, TICK_MS - 1);

@@ -1,6 +1,12 @@
 //! The Zab properties (ZAB.md §1, DSN'11), checked on every delivery and once more at the end:
 //! integrity, agreement, total order / prefix, primary order, primary integrity, one leader
 //! per epoch, and that durable logs never hold an uncommitted record before committed ones.
+//!
+//! Diskless mode may lose committed writes legitimately (see `durability.rs`): the lost ones
+//! are *pruned* from the committed order into `lost` (a branch the ensemble abandoned), and a
+//! lost write delivered again is revived. The end-of-run prefix checks then judge each window
+//! only up to its first lost delivery, images only if they hold no lost write, and primary
+//! integrity is judged at each establishment instead (a missing committed write is a loss).
 
 use proto::txn::Txn;
 use std::collections::BTreeMap;
@@ -16,9 +22,16 @@ struct Window {
 
 #[derive(Debug, Default)]
 pub struct ZabChecker {
+    diskless: bool,
     proposals: BTreeMap<Zxid, (Sid, SharedEntry)>,
     /// The global order: every zxid some server delivered, with what it delivered.
     pub committed: BTreeMap<Zxid, SharedEntry>,
+    /// Diskless: committed writes legitimately lost (pruned from `committed`).
+    pub lost: BTreeMap<Zxid, SharedEntry>,
+    /// The zxid each committed write was first applied after (its parent in the tree of
+    /// branches; a line unless writes were lost).
+    pub parents: BTreeMap<Zxid, Zxid>,
+    pub revived: usize,
     /// Epoch → (leader, its last delivered zxid when established, time).
     pub leaders: BTreeMap<u32, (Sid, Zxid, Millis)>,
     windows: Vec<Window>,
@@ -28,6 +41,24 @@ pub struct ZabChecker {
 }
 
 impl ZabChecker {
+    pub fn new(diskless: bool) -> ZabChecker {
+        ZabChecker {
+            diskless,
+            ..ZabChecker::default()
+        }
+    }
+
+    /// Diskless: `zxid` was lost legitimately; it leaves the committed order.
+    pub fn prune(&mut self, zxid: Zxid) {
+        assert!(
+            self.diskless,
+            "a durable ensemble never loses a committed write"
+        );
+        if let Some(e) = self.committed.remove(&zxid) {
+            self.lost.insert(zxid, e);
+        }
+    }
+
     fn fail(&mut self, what: String) {
         if self.failures.len() < 20 {
             self.failures.push(what);
@@ -82,21 +113,34 @@ impl ZabChecker {
     /// A snapshot image was installed or loaded: its transactions must be the committed prefix.
     pub fn on_image(&mut self, sid: Sid, zxid: Zxid, txns: &[Txn]) {
         let mut zxids = Vec::with_capacity(txns.len());
+        let mut prev = Zxid::ZERO;
         for t in txns {
             let z = Zxid::from_i64(t.header.zxid);
-            match self.committed.get(&z) {
+            let known = self.committed.get(&z).or_else(|| self.lost.get(&z));
+            match known {
                 Some(e) if e.txn == *t => {}
                 Some(_) => self.fail(format!("agreement: {sid}'s snapshot differs at {z}")),
                 None => self.fail(format!("integrity: {sid}'s snapshot holds undelivered {z}")),
             }
+            self.parents.entry(z).or_insert(prev);
+            prev = z;
             zxids.push(z);
         }
         self.images.push((sid, zxid, zxids));
         self.start_window(sid, zxid);
     }
 
-    pub fn on_deliver(&mut self, sid: Sid, entry: &SharedEntry) {
+    /// `sid` applied `entry` right after `parent` (its previous applied zxid).
+    pub fn on_deliver(&mut self, sid: Sid, entry: &SharedEntry, parent: Zxid) {
         let z = entry.zxid;
+        self.parents.entry(z).or_insert(parent);
+        if let Some(lost) = self.lost.get(&z) {
+            if lost.txn == entry.txn {
+                // A later leader had it after all: back into the committed order.
+                self.lost.remove(&z);
+                self.revived += 1;
+            }
+        }
         match self.proposals.get(&z) {
             Some((_, p)) if p.txn == entry.txn => {}
             _ => self.fail(format!(
@@ -129,6 +173,9 @@ impl ZabChecker {
         for w in &self.windows {
             let mut prev = w.base;
             for &z in &w.delivered {
+                if self.lost.contains_key(&z) {
+                    break; // the rest of this window is on an abandoned branch
+                }
                 if let Some((&missing, _)) = self.committed.range(prev..z).find(|(k, _)| **k > prev)
                 {
                     found.push(format!(
@@ -141,6 +188,9 @@ impl ZabChecker {
             }
         }
         for (sid, at, zxids) in &self.images {
+            if zxids.iter().any(|z| self.lost.contains_key(z)) {
+                continue; // an image of an abandoned branch
+            }
             let expected: Vec<Zxid> = self.committed.range(..=*at).map(|(k, _)| *k).collect();
             if *zxids != expected {
                 found.push(format!(
@@ -148,7 +198,13 @@ impl ZabChecker {
                 ));
             }
         }
-        for (epoch, (sid, delivered, _)) in &self.leaders {
+        // Diskless: judged at each establishment (a missing committed write is a loss).
+        let leaders = if self.diskless {
+            BTreeMap::new()
+        } else {
+            self.leaders.clone()
+        };
+        for (epoch, (sid, delivered, _)) in &leaders {
             if let Some((&z, _)) = self
                 .committed
                 .range(delivered.next_after()..)
@@ -159,6 +215,8 @@ impl ZabChecker {
                 ));
             }
         }
+        // Diskless servers have no log on disk.
+        let disks = if self.diskless { &[][..] } else { disks };
         for (sid, log) in disks {
             for pair in log.windows(2) {
                 let (a, b) = (&pair[0], &pair[1]);
@@ -215,7 +273,7 @@ mod tests {
     }
 
     fn checker() -> ZabChecker {
-        let mut c = ZabChecker::default();
+        let mut c = ZabChecker::new(false);
         c.on_established(1, 1, Zxid::ZERO, 0);
         for s in [1, 2] {
             c.start_window(s, Zxid::ZERO);
@@ -227,8 +285,8 @@ mod tests {
     fn agreement_and_integrity_violations_are_caught() {
         let mut c = checker();
         c.on_propose(1, &entry(1, 1, 1));
-        c.on_deliver(1, &entry(1, 1, 1));
-        c.on_deliver(2, &entry(1, 1, 99));
+        c.on_deliver(1, &entry(1, 1, 1), Zxid::ZERO);
+        c.on_deliver(2, &entry(1, 1, 99), Zxid::ZERO);
         assert!(c.failures.iter().any(|f| f.starts_with("agreement")));
         assert!(c.failures.iter().any(|f| f.starts_with("integrity")));
     }
@@ -238,10 +296,10 @@ mod tests {
         let mut c = checker();
         for k in 1..=3 {
             c.on_propose(1, &entry(1, k, 1));
-            c.on_deliver(1, &entry(1, k, 1));
+            c.on_deliver(1, &entry(1, k, 1), Zxid::new(1, k - 1));
         }
-        c.on_deliver(2, &entry(1, 1, 1));
-        c.on_deliver(2, &entry(1, 3, 1));
+        c.on_deliver(2, &entry(1, 1, 1), Zxid::ZERO);
+        c.on_deliver(2, &entry(1, 3, 1), Zxid::new(1, 1));
         c.finish(&[]);
         assert!(
             c.failures.iter().any(|f| f.starts_with("prefix")),
@@ -261,10 +319,10 @@ mod tests {
     fn uncommitted_record_before_a_committed_one_on_disk_is_caught() {
         let mut c = checker();
         c.on_propose(1, &entry(1, 1, 1));
-        c.on_deliver(1, &entry(1, 1, 1));
+        c.on_deliver(1, &entry(1, 1, 1), Zxid::ZERO);
         c.on_established(2, 2, Zxid::new(1, 1), 9);
         c.on_propose(2, &entry(2, 1, 1));
-        c.on_deliver(2, &entry(2, 1, 1));
+        c.on_deliver(2, &entry(2, 1, 1), Zxid::new(1, 1));
         c.finish(&[(3, vec![entry(1, 1, 1), entry(1, 2, 5), entry(2, 1, 1)])]);
         assert!(
             c.failures.iter().any(|f| f.starts_with("log prefix")),

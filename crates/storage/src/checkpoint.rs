@@ -118,6 +118,31 @@ pub fn read(fs: &dyn FileSystem, layout: &Layout) -> Result<Option<Checkpoint>> 
     }))
 }
 
+/// Zab's TRUNC on a server whose checkpoint is still whole: durably drops the saved proposals
+/// after `zxid`, which the leader discarded. A damaged checkpoint is removed instead (the
+/// server then boots amnesiac, which is always safe).
+pub fn truncate_after(fs: &dyn FileSystem, layout: &Layout, zxid: i64) -> Result<()> {
+    match read(fs, layout) {
+        Ok(None) => Ok(()),
+        Ok(Some(checkpoint)) => {
+            let kept: Vec<Txn> = checkpoint
+                .proposals
+                .iter()
+                .filter(|t| t.header.zxid <= zxid)
+                .cloned()
+                .collect();
+            if kept.len() == checkpoint.proposals.len() {
+                return Ok(());
+            }
+            write(fs, layout, checkpoint.snapshot_zxid, &kept)
+        }
+        Err(e) => {
+            tracing::warn!(error = %e, "diskless: removing a damaged failure checkpoint at TRUNC");
+            remove(fs, layout)
+        }
+    }
+}
+
 /// Durably forgets the checkpoint: from now on this server may acknowledge what it does not
 /// hold on disk.
 pub fn remove(fs: &dyn FileSystem, layout: &Layout) -> Result<()> {
@@ -187,6 +212,32 @@ mod tests {
                 }
             }
         }
+    }
+
+    #[test]
+    fn trunc_cuts_the_saved_proposals_the_leader_discarded() {
+        let (fs, layout) = setup();
+        truncate_after(&fs, &layout, 5).expect("no checkpoint: nothing to do");
+        assert_eq!(read(&fs, &layout).expect("read"), None);
+        write(&fs, &layout, 10, &[txn(11), txn(12), txn(13)]).expect("write");
+        truncate_after(&fs, &layout, 13).expect("nothing after 13");
+        assert_eq!(
+            read(&fs, &layout)
+                .expect("read")
+                .expect("whole")
+                .proposals
+                .len(),
+            3
+        );
+        truncate_after(&fs, &layout, 11).expect("truncate");
+        let back = read(&fs, &layout).expect("read").expect("still whole");
+        assert_eq!(back.snapshot_zxid, 10);
+        assert_eq!(back.proposals, vec![txn(11)]);
+        let len = fs.len(&path(&layout)).expect("len");
+        fs.flip_bit(&path(&layout), len as usize - 12, 3)
+            .expect("flip");
+        truncate_after(&fs, &layout, 10).expect("a damaged checkpoint is removed");
+        assert_eq!(read(&fs, &layout).expect("read"), None);
     }
 
     #[test]

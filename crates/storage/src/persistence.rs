@@ -72,6 +72,8 @@ pub struct Persistence {
     random: u64,
     /// The log generation: changes when a leader's snapshot replaces the whole log.
     generation: u32,
+    /// Diskless: the label snapshots started now carry (see [`Persistence::set_epoch_label`]).
+    epoch_label: u32,
 }
 
 impl Persistence {
@@ -143,6 +145,7 @@ impl Persistence {
             snapshot_stats: Arc::new(SnapshotStats::default()),
             random,
             generation: recovered.generation,
+            epoch_label: recovered.epoch_label,
         };
         persistence.next_snapshot_at = persistence.draw_snapshot_interval();
         Ok((persistence, recovered))
@@ -181,6 +184,7 @@ impl Persistence {
             &frozen,
             wall_ms(),
             self.generation,
+            self.epoch_label,
         )?;
         let after: Vec<Txn> = proposals
             .iter()
@@ -207,6 +211,14 @@ impl Persistence {
     /// Diskless: the checkpoint left by the last failure, if it is whole.
     pub fn boot_checkpoint(&self) -> Result<Option<crate::checkpoint::Checkpoint>> {
         crate::checkpoint::read(self.fs.as_ref(), &self.options.layout)
+    }
+
+    /// Diskless mode (DESIGN.md §5): the host calls this when the applied state holds its
+    /// epoch's whole initial history, i.e. when Zab is serving at the end of a batch of
+    /// actions. Snapshots started afterwards carry `epoch` as their label; an amnesiac boot
+    /// votes with it.
+    pub fn set_epoch_label(&mut self, epoch: u32) {
+        self.epoch_label = epoch;
     }
 
     pub fn is_diskless(&self) -> bool {
@@ -239,7 +251,7 @@ impl Persistence {
         let frozen = tree.freeze();
         let (fs, layout) = (self.fs.clone(), self.options.layout.clone());
         let (running, stats) = (self.snapshot_running.clone(), self.snapshot_stats.clone());
-        let generation = self.generation;
+        let (generation, label) = (self.generation, self.epoch_label);
         // Diskless snapshots come back to back: purge after each, or they fill the disk.
         let purge_after = self
             .wal
@@ -249,7 +261,7 @@ impl Persistence {
             .name("meerkat-snapshot".into())
             .spawn(move || {
                 let started = Instant::now();
-                match snapshot_file::write(fs.as_ref(), &layout, &frozen, wall_ms(), generation) {
+                match snapshot_file::write(fs.as_ref(), &layout, &frozen, wall_ms(), generation, label) {
                     Ok(written) => {
                         let ms = started.elapsed().as_millis() as u64;
                         stats.taken.fetch_add(1, Ordering::Relaxed);
@@ -332,7 +344,12 @@ impl Persistence {
     pub fn truncate_log_after(&mut self, zxid: i64) -> Result<()> {
         match &self.wal {
             Some(wal) => wal.truncate_after(zxid),
-            // Diskless: the proposals were never on disk.
+            // Diskless: the proposals were never on disk, except those a whole checkpoint
+            // saved. Those after `zxid` are cut too, or a restart would vote with (and a
+            // leader re-propose) proposals the leader has just discarded.
+            None if self.checkpoint_on_disk => {
+                crate::checkpoint::truncate_after(self.fs.as_ref(), &self.options.layout, zxid)
+            }
             None => Ok(()),
         }
     }
@@ -367,6 +384,7 @@ impl Persistence {
             }
         }
         self.generation = generation;
+        self.epoch_label = loaded.header.epoch_label();
         self.since_snapshot = 0;
         Ok(loaded.tree)
     }

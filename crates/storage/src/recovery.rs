@@ -31,6 +31,9 @@ pub struct Recovered {
     pub log: Vec<Txn>,
     /// The log generation of the loaded snapshot; only segments of it were replayed.
     pub generation: u32,
+    /// The loaded snapshot's epoch label ([`crate::snapshot_file::SnapshotHeader::epoch_label`]);
+    /// 0 without a snapshot.
+    pub epoch_label: u32,
 }
 
 /// What recovery does with the log records after the snapshot.
@@ -54,9 +57,11 @@ pub fn recover_with(fs: &dyn FileSystem, layout: &Layout, replay: Replay) -> Res
             .map_err(StorageError::io("create data directory", dir))?;
     }
     remove_temp_files(fs, &layout.snap_dir)?;
-    let (mut tree, snapshot, skipped_snapshots, generation) = newest_snapshot(fs, layout)?;
+    let (mut tree, snapshot, skipped_snapshots, generation, epoch_label) =
+        newest_snapshot(fs, layout)?;
     let mut recovered = Recovered {
         generation,
+        epoch_label,
         last_zxid: tree.last_processed_zxid(),
         tree: DataTree::new(),
         snapshot,
@@ -86,10 +91,12 @@ fn remove_temp_files(fs: &dyn FileSystem, dir: &std::path::Path) -> Result<()> {
     Ok(())
 }
 
+/// The tree, the snapshot loaded, the snapshots skipped, its generation and its epoch label.
 type SnapshotChoice = (
     DataTree,
     Option<(PathBuf, i64)>,
     Vec<(PathBuf, String)>,
+    u32,
     u32,
 );
 
@@ -109,8 +116,8 @@ fn newest_snapshot(fs: &dyn FileSystem, layout: &Layout) -> Result<SnapshotChoic
         let path = layout.snap_path(zxid);
         match snapshot_file::read(fs, &path) {
             Ok(loaded) if loaded.header.zxid == zxid => {
-                let generation = loaded.header.generation;
-                return Ok((loaded.tree, Some((path, zxid)), skipped, generation));
+                let (generation, label) = (loaded.header.generation, loaded.header.epoch_label());
+                return Ok((loaded.tree, Some((path, zxid)), skipped, generation, label));
             }
             Ok(loaded) => {
                 let why = format!(
@@ -126,7 +133,7 @@ fn newest_snapshot(fs: &dyn FileSystem, layout: &Layout) -> Result<SnapshotChoic
             }
         }
     }
-    Ok((DataTree::new(), None, skipped, 0))
+    Ok((DataTree::new(), None, skipped, 0, 0))
 }
 
 fn replay_log(

@@ -2,7 +2,7 @@
 //!
 //! Layout (big-endian): a 56-byte header — magic `MKSNAP\r\n`, format version, log generation
 //! (which log segments may be replayed after it, see [`crate::wal`]), zxid,
-//! tree digest, node count, creation time (ms), CRC32C of the first 48 bytes, padding — then
+//! tree digest, node count, creation time (ms), epoch label, CRC32C of the first 52 bytes — then
 //! framed chunks (length, CRC32C, payload; [`crate::record`]) of up to 256 KiB, each holding
 //! whole records: a session, an ACL list (numbered on first use), a node, and last an end
 //! record with the counts. A file without its end record, or whose rebuilt tree does not hash
@@ -23,7 +23,9 @@ use std::path::{Path, PathBuf};
 use tree::{DataTree, TreeLoader, TreeSnapshot};
 
 const MAGIC: &[u8; 8] = b"MKSNAP\r\n";
-const VERSION: u32 = 1;
+const VERSION: u32 = 2;
+/// Version 1 had no epoch label (bytes 48..52 held the CRC of the first 48); still readable.
+const VERSION_UNLABELLED: u32 = 1;
 const HEADER_LEN: usize = 56;
 const CHUNK_BYTES: usize = 256 << 10;
 
@@ -39,6 +41,9 @@ pub struct SnapshotHeader {
     pub digest: u64,
     pub node_count: u64,
     pub created_ms: i64,
+    /// Diskless mode (DESIGN.md §5): the currentEpoch under which the state in this snapshot
+    /// was applied, never above it. 0 when unknown; see [`SnapshotHeader::epoch_label`].
+    pub label: u32,
 }
 
 impl SnapshotHeader {
@@ -51,20 +56,35 @@ impl SnapshotHeader {
         h[24..32].copy_from_slice(&self.digest.to_be_bytes());
         h[32..40].copy_from_slice(&self.node_count.to_be_bytes());
         h[40..48].copy_from_slice(&self.created_ms.to_be_bytes());
-        let sum = record::crc(&h[..48]);
-        h[48..52].copy_from_slice(&sum.to_be_bytes());
+        h[48..52].copy_from_slice(&self.label.to_be_bytes());
+        let sum = record::crc(&h[..52]);
+        h[52..56].copy_from_slice(&sum.to_be_bytes());
         h
+    }
+
+    /// The epoch label to trust: the recorded one, or the zxid's own epoch when none was
+    /// recorded (a leader's SNAP, an older file). The zxid's epoch is always a safe lower bound:
+    /// the state holds a transaction of that epoch, so it was applied under it or later.
+    pub fn epoch_label(&self) -> u32 {
+        if self.label != 0 {
+            self.label
+        } else {
+            (self.zxid >> 32) as u32
+        }
     }
 
     fn decode(h: &[u8; HEADER_LEN]) -> std::result::Result<SnapshotHeader, &'static str> {
         if &h[..8] != MAGIC {
             return Err("not a meerkat snapshot (bad magic)");
         }
-        if record::crc(&h[..48]) != u32::from_be_bytes([h[48], h[49], h[50], h[51]]) {
+        let u32_at = |at: usize| u32::from_be_bytes([h[at], h[at + 1], h[at + 2], h[at + 3]]);
+        let (label, summed) = match u32_at(8) {
+            VERSION => (u32_at(48), 52),
+            VERSION_UNLABELLED => (0, 48),
+            _ => return Err("unknown snapshot format version"),
+        };
+        if record::crc(&h[..summed]) != u32_at(summed) {
             return Err("header checksum mismatch");
-        }
-        if u32::from_be_bytes([h[8], h[9], h[10], h[11]]) != VERSION {
-            return Err("unknown snapshot format version");
         }
         let u64_at = |at: usize| {
             let mut b = [0u8; 8];
@@ -77,6 +97,7 @@ impl SnapshotHeader {
             digest: u64_at(24),
             node_count: u64_at(32),
             created_ms: u64_at(40) as i64,
+            label,
         })
     }
 }
@@ -96,11 +117,14 @@ pub fn write(
     snapshot: &TreeSnapshot,
     created_ms: i64,
     generation: u32,
+    label: u32,
 ) -> Result<Written> {
     let path = layout.snap_path(snapshot.zxid());
     let temp = temp_path(&path);
     let mut file = FileSink::create(fs, &temp)?;
-    let (bytes, header) = encode(snapshot, created_ms, generation, &mut |b| file.write(b))?;
+    let (bytes, header) = encode(snapshot, created_ms, generation, label, &mut |b| {
+        file.write(b)
+    })?;
     file.sync()?;
     fs.rename(&temp, &path)
         .map_err(StorageError::io("rename snapshot into place", &path))?;
@@ -119,7 +143,7 @@ pub fn write(
 pub fn encode_to_vec(snapshot: &TreeSnapshot, created_ms: i64) -> Vec<u8> {
     let mut out = Vec::new();
     // Writing to memory cannot fail.
-    let _ = encode(snapshot, created_ms, 0, &mut |b| {
+    let _ = encode(snapshot, created_ms, 0, 0, &mut |b| {
         out.extend_from_slice(b);
         Ok(())
     });
@@ -137,6 +161,9 @@ pub fn save_bytes(
 ) -> Result<Loaded> {
     let mut loaded = decode_bytes(bytes)?;
     loaded.header.generation = generation;
+    // Whatever the sender's label, this server did not apply this state under it: let the
+    // zxid's epoch stand for it (DESIGN.md §5).
+    loaded.header.label = 0;
     let path = layout.snap_path(loaded.header.zxid);
     let temp = temp_path(&path);
     let mut file = FileSink::create(fs, &temp)?;
@@ -159,10 +186,12 @@ fn encode(
     snapshot: &TreeSnapshot,
     created_ms: i64,
     generation: u32,
+    label: u32,
     emit: &mut dyn FnMut(&[u8]) -> Result<()>,
 ) -> Result<(u64, SnapshotHeader)> {
     let header = SnapshotHeader {
         generation,
+        label,
         zxid: snapshot.zxid(),
         digest: snapshot.digest(),
         node_count: snapshot.node_count() as u64,

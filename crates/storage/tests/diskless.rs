@@ -151,3 +151,66 @@ fn the_checkpoint_is_gone_before_anything_new_is_acknowledged() {
     let (p2, _, _) = open(&image);
     assert!(p2.boot_checkpoint().unwrap().is_none());
 }
+
+#[test]
+fn snapshots_carry_the_epoch_label_the_host_set_and_a_leaders_snap_its_zxids_epoch() {
+    let txns = workload(40, 4);
+    let fs = FaultyFs::new();
+    let (mut p, recovered, _) = open(&fs);
+    let mut tree = recovered.tree;
+    for txn in &txns[..10] {
+        p.append(txn).unwrap();
+        tree.apply(txn, &mut Vec::new());
+        p.applied(&tree);
+        wait_for_snapshots(&p);
+    }
+    p.close();
+    let (mut p, recovered, _) = open(&fs);
+    let zxid_epoch = (txns[9].header.zxid >> 32) as u32;
+    assert_eq!(
+        recovered.epoch_label, zxid_epoch,
+        "no label set: the zxid's epoch stands for it"
+    );
+    // The host says the state now holds epoch 7's initial history (Zab serves in epoch 7).
+    p.set_epoch_label(zxid_epoch + 7);
+    for txn in &txns[10..20] {
+        p.append(txn).unwrap();
+        tree.apply(txn, &mut Vec::new());
+        p.applied(&tree);
+        wait_for_snapshots(&p);
+    }
+    p.close();
+    let (mut p, recovered, _) = open(&fs);
+    assert_eq!(recovered.epoch_label, zxid_epoch + 7);
+    assert_eq!(recovered.tree.digest(), tree.digest());
+    // A leader's SNAP is labelled by its zxid's epoch: this server did not apply it under
+    // any epoch of its own.
+    let mut newer = recovered.tree;
+    for txn in &txns[20..30] {
+        newer.apply(txn, &mut Vec::new());
+    }
+    p.replace_with_snapshot(&Persistence::snapshot_bytes(&newer))
+        .unwrap();
+    p.close();
+    let (_, recovered, _) = open(&fs);
+    assert_eq!(recovered.tree.last_processed_zxid(), txns[29].header.zxid);
+    assert_eq!(recovered.epoch_label, (txns[29].header.zxid >> 32) as u32);
+}
+
+#[test]
+fn trunc_cuts_a_whole_checkpoints_proposals() {
+    let txns = workload(60, 3);
+    let fs = FaultyFs::new();
+    let (mut p, recovered, _) = open(&fs);
+    let mut tree = recovered.tree;
+    for txn in &txns[..50] {
+        tree.apply(txn, &mut Vec::new());
+    }
+    p.checkpoint(&tree, &txns[50..55]).unwrap();
+    // The new leader discarded what this server acknowledged after txns[52].
+    p.truncate_log_after(txns[52].header.zxid).unwrap();
+    let image = fs.crash_image(Tear::None);
+    let (p2, _, _) = open(&image);
+    let saved = p2.boot_checkpoint().unwrap().expect("still whole");
+    assert_eq!(saved.proposals, txns[50..53].to_vec());
+}

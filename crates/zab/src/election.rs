@@ -2,9 +2,21 @@
 //! quorum of voters agrees and nothing better arrives for `finalize_wait_ms`; a late joiner
 //! learns an established leader from the FOLLOWING/LEADING answers of a quorum.
 //!
+//! # Full house (diskless mode only)
+//! Servers recovering from amnesia never count toward a quorum. When so many voters lost their
+//! memory that the whole ones are no quorum, the ensemble would wait forever. In diskless mode
+//! amnesiac voters therefore take part in the rounds (their notifications say `voter: false`),
+//! and when notifications of *every* voter of the configuration are present in one round while
+//! the whole ones are fewer than a quorum, the round is a *full house*: every server adopts the
+//! best vote among all of them, and the round ends when all agree. The leader's discovery then
+//! checks the same thing against fresh reports of every voter (see `leader.rs`). A voter that
+//! is slow or partitioned is not present, so no full house forms without it. Durable mode never
+//! forms a full house: there amnesia means a lost disk, and silently electing without its data
+//! would break the durable promise.
+//!
 //! Pure logic: the caller sends the notifications returned and acts on the decision.
 
-use crate::config::{Config, Millis, Sid};
+use crate::config::{Config, Durability, Millis, Sid};
 use crate::message::{Notification, PeerState, Vote};
 use std::collections::BTreeMap;
 
@@ -35,9 +47,16 @@ pub struct Election {
     voter: bool,
     /// Votes of LOOKING voters in our round.
     received: BTreeMap<Sid, Vote>,
+    /// Votes of LOOKING amnesiac voters in our round (diskless mode only): never counted toward
+    /// a quorum, only toward a full house.
+    uncounted: BTreeMap<Sid, Vote>,
     /// Votes of servers that already follow or lead, with their state and round.
     out_of_election: BTreeMap<Sid, (Vote, PeerState, u64)>,
     finalize_at: Option<Millis>,
+    /// The pending finalization is a full house's.
+    finalize_full_house: bool,
+    /// The decision was taken by a full house.
+    decided_by_full_house: bool,
     resend_at: Millis,
     resend_interval: Millis,
     pub started_at: Millis,
@@ -58,8 +77,11 @@ impl Election {
             vote: initial,
             voter,
             received: BTreeMap::new(),
+            uncounted: BTreeMap::new(),
             out_of_election: BTreeMap::new(),
             finalize_at: None,
+            finalize_full_house: false,
+            decided_by_full_house: false,
             resend_at: now + config.notification_interval_min_ms,
             resend_interval: config.notification_interval_min_ms,
             started_at: now,
@@ -72,6 +94,12 @@ impl Election {
 
     pub fn vote(&self) -> Vote {
         self.vote
+    }
+
+    /// True once a decision was taken by a full house: the leader must then hear every voter
+    /// in discovery, and may count amnesiac voters.
+    pub fn decided_by_full_house(&self) -> bool {
+        self.decided_by_full_house
     }
 
     pub fn notification(&self) -> Notification {
@@ -96,43 +124,7 @@ impl Election {
         let mut step = ElectionStep::default();
         let counted = n.voter && config.is_voter(from);
         match n.state {
-            PeerState::Looking => {
-                if !counted || !self.voter {
-                    // A non-voter (observer or amnesiac) only ever follows an established
-                    // leader, which answers it itself; LOOKING servers have nothing to tell it
-                    // and it has nothing to tell them (answering each other would never stop).
-                    return step;
-                }
-                self.heard(config, now);
-                if n.round > self.round {
-                    self.round = n.round;
-                    self.received.clear();
-                    self.finalize_at = None;
-                    self.vote = if n.vote.beats(&initial) && self.voter {
-                        n.vote
-                    } else if self.voter {
-                        initial
-                    } else {
-                        self.vote
-                    };
-                    step.broadcast = true;
-                } else if n.round < self.round {
-                    step.reply_to = Some(from);
-                    return step;
-                } else if self.voter && n.vote.beats(&self.vote) {
-                    self.vote = n.vote;
-                    self.finalize_at = None;
-                    step.broadcast = true;
-                }
-                self.received.insert(from, n.vote);
-                if self.voter && self.quorum_agrees_with_own_vote(config) {
-                    if self.finalize_at.is_none() {
-                        self.finalize_at = Some(now + config.finalize_wait_ms);
-                    }
-                } else {
-                    self.finalize_at = None;
-                }
-            }
+            PeerState::Looking => self.on_looking(config, from, n, initial, now, &mut step),
             PeerState::Following | PeerState::Leading | PeerState::Observing => {
                 if n.state != PeerState::Observing && counted {
                     if n.round == self.round && self.voter {
@@ -150,6 +142,65 @@ impl Election {
             }
         }
         step
+    }
+
+    /// A notification from a LOOKING server (see the module docs for the full house).
+    fn on_looking(
+        &mut self,
+        config: &Config,
+        from: Sid,
+        n: &Notification,
+        initial: Vote,
+        now: Millis,
+        step: &mut ElectionStep,
+    ) {
+        let counted = n.voter && config.is_voter(from);
+        let amnesiac_peer = !n.voter && config.is_voter(from);
+        let takes_part = full_house_allowed(config) && (counted || amnesiac_peer);
+        if !takes_part && (!counted || !self.voter) {
+            // A non-voter (observer or amnesiac) only ever follows an established
+            // leader, which answers it itself; LOOKING servers have nothing to tell it
+            // and it has nothing to tell them (answering each other would never stop).
+            // Diskless mode is the exception: amnesiac voters take part in the rounds,
+            // uncounted, so that a full house can form.
+            return;
+        }
+        self.heard(config, now);
+        if n.round > self.round {
+            self.round = n.round;
+            self.received.clear();
+            self.uncounted.clear();
+            self.finalize_at = None;
+            self.vote = if counted && self.voter && n.vote.beats(&initial) {
+                n.vote
+            } else {
+                initial
+            };
+            step.broadcast = true;
+        } else if n.round < self.round {
+            step.reply_to = Some(from);
+            return;
+        } else if counted && self.voter && n.vote.beats(&self.vote) {
+            self.vote = n.vote;
+            self.finalize_at = None;
+            step.broadcast = true;
+        }
+        if counted {
+            self.uncounted.remove(&from);
+            self.received.insert(from, n.vote);
+        } else {
+            self.received.remove(&from);
+            self.uncounted.insert(from, n.vote);
+        }
+        if self.full_house(config) {
+            let best = self.best_present_vote();
+            if best.beats(&self.vote) {
+                self.vote = best;
+                self.finalize_at = None;
+                step.broadcast = true;
+            }
+        }
+        self.update_finalize(config, now);
     }
 
     /// In our own round, a leader that our own vote plus the votes of this round name, and
@@ -196,6 +247,52 @@ impl Election {
             .then_some(Decision::Follow { leader })
     }
 
+    /// Every voter of the configuration is present in our round (ourselves included), and the
+    /// whole ones among them are fewer than a quorum: only a full house can elect.
+    fn full_house(&self, config: &Config) -> bool {
+        if !full_house_allowed(config) {
+            return false;
+        }
+        let present = config.voters.iter().all(|v| {
+            *v == config.my_id || self.received.contains_key(v) || self.uncounted.contains_key(v)
+        });
+        let whole = self.received.len() + usize::from(self.voter);
+        present && whole < config.quorum_size()
+    }
+
+    /// The best vote any present voter proposes (our own included).
+    fn best_present_vote(&self) -> Vote {
+        let mut best = self.vote;
+        for v in self.received.values().chain(self.uncounted.values()) {
+            if v.beats(&best) {
+                best = *v;
+            }
+        }
+        best
+    }
+
+    /// Starts (or cancels) the finalize wait: a quorum of whole voters agrees with our vote, or
+    /// a full house agrees on it unanimously.
+    fn update_finalize(&mut self, config: &Config, now: Millis) {
+        let normal = self.voter && self.quorum_agrees_with_own_vote(config);
+        let full_house = !normal
+            && self.full_house(config)
+            && self
+                .received
+                .values()
+                .chain(self.uncounted.values())
+                .all(|v| *v == self.vote);
+        if normal || full_house {
+            if self.finalize_at.is_none() || self.finalize_full_house != full_house {
+                self.finalize_at = Some(now + config.finalize_wait_ms);
+                self.finalize_full_house = full_house;
+            }
+        } else {
+            self.finalize_at = None;
+            self.finalize_full_house = false;
+        }
+    }
+
     fn quorum_agrees_with_own_vote(&self, config: &Config) -> bool {
         let others = self
             .received
@@ -210,7 +307,11 @@ impl Election {
         let mut step = ElectionStep::default();
         if let Some(at) = self.finalize_at {
             if now >= at {
-                assert!(self.voter, "a non-voter never finalizes");
+                assert!(
+                    self.voter || self.finalize_full_house,
+                    "a non-voter finalizes only in a full house"
+                );
+                self.decided_by_full_house = self.finalize_full_house;
                 step.decision = Some(if self.vote.leader == config.my_id {
                     Decision::Lead
                 } else {
@@ -235,6 +336,11 @@ impl Election {
         self.resend_interval = config.notification_interval_min_ms;
         self.resend_at = now + self.resend_interval;
     }
+}
+
+/// Full houses exist only in diskless mode, and only voters take part in them.
+fn full_house_allowed(config: &Config) -> bool {
+    config.durability == Durability::Diskless && config.is_voter(config.my_id)
 }
 
 #[cfg(test)]
@@ -351,5 +457,91 @@ mod tests {
             "LOOKING servers do not answer non-voters"
         );
         assert_eq!(voter.on_tick(&c, 1000).decision, None);
+    }
+
+    fn diskless(me: Sid) -> Config {
+        let mut c = config(me);
+        c.durability = Durability::Diskless;
+        c
+    }
+
+    fn amnesiac(v: Vote, round: u64) -> Notification {
+        Notification {
+            voter: false,
+            ..looking(v, round)
+        }
+    }
+
+    #[test]
+    fn a_full_house_adopts_the_best_vote_of_all_and_decides() {
+        // Server 1 is whole; 2 and 3 are amnesiac, and 3 holds the newest snapshot.
+        let c = diskless(1);
+        let mine = vote(1, 1, 4);
+        let mut e = Election::start(&c, 0, mine, true, 0);
+        let step = e.on_notification(&c, 2, &amnesiac(vote(2, 1, 2), 1), mine, 1);
+        assert!(!step.broadcast, "two of three present: no full house yet");
+        assert_eq!(e.vote(), mine);
+        let best = vote(3, 1, 6);
+        let step = e.on_notification(&c, 3, &amnesiac(best, 1), mine, 2);
+        assert!(
+            step.broadcast,
+            "a full house adopts the best vote, amnesiac or not"
+        );
+        assert_eq!(e.vote(), best);
+        assert_eq!(
+            e.on_tick(&c, 100).decision,
+            None,
+            "2 still proposes its own vote"
+        );
+        e.on_notification(&c, 2, &amnesiac(best, 1), mine, 3);
+        e.on_notification(&c, 3, &amnesiac(best, 1), mine, 3);
+        let step = e.on_tick(&c, 3 + c.finalize_wait_ms);
+        assert_eq!(step.decision, Some(Decision::Follow { leader: 3 }));
+        assert!(e.decided_by_full_house());
+    }
+
+    #[test]
+    fn an_amnesiac_voter_takes_part_and_can_be_elected_by_a_full_house() {
+        let c = diskless(3);
+        let mine = vote(3, 1, 6);
+        let mut e = Election::start(&c, 0, mine, false, 0);
+        e.on_notification(&c, 1, &looking(vote(1, 1, 4), 1), mine, 1);
+        e.on_notification(&c, 2, &amnesiac(vote(2, 1, 2), 1), mine, 1);
+        assert_eq!(
+            e.on_tick(&c, 50).decision,
+            None,
+            "the others still disagree"
+        );
+        e.on_notification(&c, 1, &looking(mine, 1), mine, 60);
+        e.on_notification(&c, 2, &amnesiac(mine, 1), mine, 60);
+        let step = e.on_tick(&c, 60 + c.finalize_wait_ms);
+        assert_eq!(step.decision, Some(Decision::Lead));
+        assert!(e.decided_by_full_house());
+    }
+
+    #[test]
+    fn whole_voters_that_are_a_quorum_elect_as_usual() {
+        let c = diskless(1);
+        let mine = vote(1, 1, 4);
+        let mut e = Election::start(&c, 0, mine, true, 0);
+        // An amnesiac with a better snapshot is present, but 1 and 2 are a quorum of whole
+        // voters: no full house, and the amnesiac's vote is not adopted.
+        e.on_notification(&c, 3, &amnesiac(vote(3, 1, 9), 1), mine, 1);
+        e.on_notification(&c, 2, &looking(mine, 1), mine, 1);
+        let step = e.on_tick(&c, 1 + c.finalize_wait_ms);
+        assert_eq!(step.decision, Some(Decision::Lead));
+        assert!(!e.decided_by_full_house());
+    }
+
+    #[test]
+    fn durable_mode_never_forms_a_full_house() {
+        let c = config(1);
+        let mine = vote(1, 1, 4);
+        let mut e = Election::start(&c, 0, mine, true, 0);
+        let step = e.on_notification(&c, 2, &amnesiac(vote(2, 1, 9), 1), mine, 1);
+        assert_eq!(step, ElectionStep::default(), "amnesiacs are ignored");
+        e.on_notification(&c, 3, &amnesiac(vote(3, 1, 9), 1), mine, 1);
+        assert_eq!(e.vote(), mine);
+        assert_eq!(e.on_tick(&c, 1000).decision, None);
     }
 }

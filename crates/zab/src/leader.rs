@@ -4,6 +4,14 @@
 //!
 //! There is no global phase for learners: a late joiner runs discovery and sync while the
 //! leader broadcasts, as in ZooKeeper's `LearnerHandler`.
+//!
+//! # Full house (diskless mode)
+//! A leader elected by a full house (see `election.rs`) runs a stricter discovery: it waits for
+//! FOLLOWERINFO from *every* voter, amnesiac ones included, and chooses an epoch above all of
+//! their acceptedEpochs; it then needs an ACKEPOCH from every voter whose (epoch, last zxid) is
+//! not ahead of its own (one ahead ends the attempt: the next round elects that one). Only then
+//! does it count amnesiac voters toward the NEWLEADER quorum and the commit quorum. An amnesiac
+//! leader becomes whole at establishment: its history is then the ensemble's.
 
 use crate::action::{Action, Role};
 use crate::config::{Millis, Sid};
@@ -56,6 +64,8 @@ pub(crate) struct LeaderState {
     last_proposed: Zxid,
     committed: Zxid,
     next_ping: Millis,
+    /// Elected by a full house: discovery hears every voter and counts amnesiac ones.
+    full_house: bool,
 }
 
 impl LeaderState {
@@ -105,6 +115,11 @@ impl Zab {
             .collect()
     }
 
+    /// True while leading an epoch that a full house elected (diskless mode).
+    pub fn elected_by_full_house(&self) -> bool {
+        matches!(&self.role, RoleState::Leading(l) if l.full_house)
+    }
+
     fn leading(&self) -> &LeaderState {
         match &self.role {
             RoleState::Leading(l) => l,
@@ -127,13 +142,33 @@ impl Zab {
         }
         match h.phase {
             HandlerPhase::UpToDate => true,
-            HandlerPhase::NewLeaderAcked => !h.info.recovering,
+            HandlerPhase::NewLeaderAcked => !h.info.recovering || self.leading().full_house,
             _ => false,
         }
     }
 
-    pub(crate) fn become_leader(&mut self, now: Millis) {
-        assert!(self.counts_as_voter(), "only a whole voter may lead");
+    /// Whether a learner's reports count in discovery: whole voters always, amnesiac voters
+    /// only under a full house.
+    fn counts_in_discovery(&self, sid: Sid, info: &LearnerInfo) -> bool {
+        let full_house = matches!(&self.role, RoleState::Leading(l) if l.full_house);
+        !info.observer && self.config.is_voter(sid) && (!info.recovering || full_house)
+    }
+
+    /// Reports discovery needs before it may proceed: a quorum, or every voter under a full
+    /// house.
+    fn discovery_reports_needed(&self) -> usize {
+        if self.leading().full_house {
+            self.config.voters.len()
+        } else {
+            self.config.quorum_size()
+        }
+    }
+
+    pub(crate) fn become_leader(&mut self, now: Millis, full_house: bool) {
+        assert!(
+            self.counts_as_voter() || (full_house && self.config.is_voter(self.config.my_id)),
+            "only a whole voter may lead, or any voter a full house elected"
+        );
         let mut state = LeaderState {
             round: self.round,
             started_at: now,
@@ -147,6 +182,7 @@ impl Zab {
             last_proposed: self.history.last(),
             committed: self.history.delivered(),
             next_ping: now,
+            full_house,
         };
         state
             .epoch_reports
@@ -160,7 +196,7 @@ impl Zab {
     }
 
     pub(crate) fn leader_on_follower_info(&mut self, now: Millis, from: Sid, info: LearnerInfo) {
-        let counted = !info.recovering && !info.observer && self.config.is_voter(from);
+        let counted = self.counts_in_discovery(from, &info);
         if let Some(epoch) = self.leading().epoch {
             if counted && info.accepted_epoch > epoch {
                 // The voter promised a later epoch and will refuse ours. ZooKeeper leaves it
@@ -201,9 +237,9 @@ impl Zab {
     }
 
     fn leader_check_epoch_quorum(&mut self) {
-        let quorum = self.config.quorum_size();
+        let needed = self.discovery_reports_needed();
         let l = self.leading();
-        if l.epoch.is_some() || l.epoch_reports.len() < quorum {
+        if l.epoch.is_some() || l.epoch_reports.len() < needed {
             return;
         }
         let highest = l.epoch_reports.values().copied().max().unwrap_or(0);
@@ -233,7 +269,7 @@ impl Zab {
             Message::AckEpoch {
                 current_epoch,
                 last_zxid,
-            } => self.leader_on_ack_epoch(from, current_epoch, last_zxid),
+            } => self.leader_on_ack_epoch(now, from, current_epoch, last_zxid),
             Message::Ack { zxid } => self.leader_on_ack(now, from, zxid),
             Message::Ping => {}
             other => {
@@ -243,7 +279,13 @@ impl Zab {
         }
     }
 
-    fn leader_on_ack_epoch(&mut self, from: Sid, current_epoch: Option<u32>, last_zxid: Zxid) {
+    fn leader_on_ack_epoch(
+        &mut self,
+        now: Millis,
+        from: Sid,
+        current_epoch: Option<u32>,
+        last_zxid: Zxid,
+    ) {
         let my_current = self.current_epoch;
         let my_last = self.history.last();
         let l = self.leader_mut();
@@ -257,12 +299,25 @@ impl Zab {
         }
         h.phase = HandlerPhase::EpochAcked;
         h.info.last_zxid = last_zxid;
-        let counted = !h.info.recovering && !h.info.observer;
+        let info = h.info;
+        let counted = self.counts_in_discovery(from, &info);
+        let full_house = self.leading().full_house;
+        if full_house && !settled && counted && current_epoch.is_none() {
+            // Every voter promised an epoch below ours, so this is a stale connection: the
+            // full house cannot complete without its report.
+            self.leader_drop_learner(from);
+            return;
+        }
         if let (Some(ce), false, true) = (current_epoch, settled, counted) {
             if (ce, last_zxid) > (my_current, my_last) {
                 // "Follower is ahead of the leader": this election was wrong.
                 tracing::warn!(from, %last_zxid, "learner ahead of leader");
-                self.leader_drop_learner(from);
+                if full_house {
+                    // Without this voter no full house completes; elect again at once.
+                    self.become_looking(now, "full house: a voter is ahead of the leader");
+                } else {
+                    self.leader_drop_learner(from);
+                }
                 return;
             }
             if self.config.is_voter(from) {
@@ -277,10 +332,10 @@ impl Zab {
     }
 
     fn leader_check_ack_epoch_quorum(&mut self) {
-        let quorum = self.config.quorum_size();
+        let needed = self.discovery_reports_needed();
         let l = self.leading();
         let Some(epoch) = l.epoch else { return };
-        if l.epoch_settled || l.ack_epochs.len() + 1 < quorum {
+        if l.epoch_settled || l.ack_epochs.len() + 1 < needed {
             return;
         }
         // Durable before the first NEWLEADER (ZAB.md §2).
@@ -350,7 +405,8 @@ impl Zab {
             }
             h.phase = HandlerPhase::NewLeaderAcked;
             h.acked = h.synced_upto;
-            if !h.info.recovering && !h.info.observer && is_voter {
+            let info = h.info;
+            if is_voter && self.counts_in_discovery(from, &info) {
                 self.leader_mut().newleader_acks.insert(from);
             }
             if established {
@@ -386,6 +442,12 @@ impl Zab {
         let Some(epoch) = l.epoch else { return };
         // A quorum holds our whole history durably under epoch `epoch`: all of it is committed.
         let last = self.history.last();
+        if self.recovering {
+            // An amnesiac elected by a full house: its history is now the ensemble's.
+            assert!(l.full_house, "an amnesiac leader without a full house");
+            self.recovering = false;
+            self.actions.push(Action::RecoveryComplete);
+        }
         self.deliver_to(last);
         let l = self.leader_mut();
         l.established_at = Some(now);

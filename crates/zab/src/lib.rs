@@ -13,6 +13,12 @@
 //!   ACKs after the fsync.
 //! * Connections are FIFO; the host reports breaks. Messages of a broken connection are never
 //!   delivered after the break is reported.
+//! * Diskless mode (`Durability::Diskless`, DESIGN.md §5): appends are acknowledged from memory
+//!   and the host reports them durable at once; the host saves a failure checkpoint (applied
+//!   state plus [`Zab::undelivered`]) when a serving server goes LOOKING, and boots amnesiac
+//!   with its snapshot's epoch label unless that checkpoint is still whole (see [`Boot`]).
+//!   Amnesiac voters never count toward a quorum, except in a *full house* (every voter present
+//!   and the whole ones fewer than a quorum; see [`election`] and `leader.rs`).
 //!
 //! # Layout
 //! * [`election`]: Fast Leader Election.

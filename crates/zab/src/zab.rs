@@ -17,9 +17,20 @@ use crate::zxid::Zxid;
 use std::collections::BTreeMap;
 
 /// What the host loaded from disk at boot.
+///
+/// In diskless mode (DESIGN.md §5) the host has no log: it boots from its newest snapshot. If
+/// that is a *whole* failure checkpoint (the applied state plus every acknowledged entry, taken
+/// when the server lost its leader or quorum, with no proposal acknowledged since), `log` holds
+/// the checkpoint's entries and `amnesia` is false. Otherwise `log` is empty, `amnesia` is true,
+/// and `current_epoch` must be the snapshot's *epoch label*: the currentEpoch the server had
+/// when the state in the snapshot was applied (never above the epoch file). A snapshot at zxid
+/// z labelled e holds every transaction committed up to z, including epoch e's initial history,
+/// so in a full-house election it weighs exactly as a whole server of epoch e with log end z
+/// (see `election.rs`). When in doubt, `snapshot_zxid.epoch()` is a safe, lower label.
 #[derive(Debug, Clone, Default)]
 pub struct Boot {
     pub accepted_epoch: u32,
+    /// currentEpoch (for an amnesiac diskless boot: the snapshot's epoch label, see above).
     pub current_epoch: u32,
     /// The zxid of the snapshot the host loaded into its applied state.
     pub snapshot_zxid: Zxid,
@@ -163,13 +174,11 @@ impl Zab {
         self.history.delivered()
     }
 
-    /// The entries this server holds past what it delivered: the acknowledged proposals not
-    /// committed yet (what a diskless failure checkpoint saves).
+    /// The entries after the delivered mark: acknowledged (or staged) proposals not yet known
+    /// committed. A diskless host saves them with its failure checkpoint (DESIGN.md §5).
     pub fn undelivered(&self) -> Vec<SharedEntry> {
-        self.history
-            .entries_after(self.history.delivered())
-            .cloned()
-            .collect()
+        let from = self.history.delivered().max(self.history.base());
+        self.history.entries_after(from).cloned().collect()
     }
 
     pub fn is_recovering(&self) -> bool {
@@ -410,6 +419,7 @@ impl Zab {
         let n = e.notification();
         let round = e.round();
         let started_at = e.started_at;
+        let full_house = e.decided_by_full_house();
         if step.broadcast {
             let peers: Vec<Sid> = self.config.peers().collect();
             for to in peers {
@@ -422,9 +432,15 @@ impl Zab {
         if let Some(decision) = step.decision {
             self.round = round;
             let elected_after = now.saturating_sub(started_at);
-            tracing::debug!(sid = self.config.my_id, ?decision, elected_after, "decided");
+            tracing::debug!(
+                sid = self.config.my_id,
+                ?decision,
+                elected_after,
+                full_house,
+                "decided"
+            );
             match decision {
-                Decision::Lead => self.become_leader(now),
+                Decision::Lead => self.become_leader(now, full_house),
                 Decision::Follow { leader } => {
                     let vote_epoch = if n.vote.leader == leader {
                         n.vote.epoch

@@ -41,7 +41,25 @@ impl Core {
         if delivered {
             self.after_deliveries();
         }
+        self.label_applied_state();
         self.update_serving();
+    }
+
+    /// Diskless (DESIGN.md §5): once Zab serves, the applied state holds its epoch's whole
+    /// initial history (a leader applies it when established, a learner at UPTODATE), so only
+    /// then may its snapshots carry the epoch as their label. An amnesiac boot votes with the
+    /// label, so a label above what the state holds could elect a leader lacking writes.
+    fn label_applied_state(&mut self) {
+        if !self.persistence.is_diskless() {
+            return;
+        }
+        let Some(replica) = self.replica.as_deref() else {
+            return;
+        };
+        if replica.zab.is_serving() {
+            let epoch = replica.zab.current_epoch();
+            self.persistence.set_epoch_label(epoch);
+        }
     }
 
     fn execute(&mut self, action: Action) {
@@ -341,6 +359,16 @@ impl Core {
                 .map_or(0, |t| t.elapsed().as_millis() as u64);
             replica.stats.elections += 1;
             replica.stats.last_election_ms = waited;
+            if replica.zab.elected_by_full_house() {
+                replica.stats.full_house_elections += 1;
+                tracing::warn!(
+                    epoch = replica.zab.current_epoch(),
+                    zxid = %replica.zab.delivered(),
+                    "diskless: elected by a full house: too few voters kept what they acknowledged \
+                     to form a quorum, so every voter agreed on the best state any of them had. \
+                     Writes acknowledged after it (if any) were lost with the servers that held them"
+                );
+            }
             tracing::info!(
                 role = replica.role_name(),
                 leader = replica.zab.leader(),

@@ -63,6 +63,10 @@ pub struct ReplicaStats {
     pub elections: u64,
     /// How long the last election took, from losing the leader to serving again.
     pub last_election_ms: u64,
+    /// Diskless: elections this server won by a full house (too few whole voters for a quorum,
+    /// every voter present). Each one means the ensemble restarted from the best state any of
+    /// its servers still had; see docs/durability.md.
+    pub full_house_elections: u64,
     pub digest_checks: u64,
     pub forwarded: u64,
     pub proposals: u64,

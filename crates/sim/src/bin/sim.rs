@@ -1,9 +1,12 @@
 //! `sim`: run seeds of the deterministic simulator.
 //!
 //! ```text
-//! sim --seeds N [--first S] [--servers K] [--bug NAME]   run N seeds
-//! sim --seed S [--servers K] [--bug NAME]                 replay one seed with a readable trace
+//! sim --seeds N [--first S] [--servers K] [--bug NAME] [--diskless]   run N seeds
+//! sim --seed S [--servers K] [--bug NAME] [--diskless]                 replay one seed
 //! ```
+//! `--diskless` runs the servers in diskless mode (DESIGN.md §5) under the diskless host
+//! contract (`sim::diskless`), and adds the durability checks of `sim::durability`; the summary
+//! then reports the writes lost at whole-ensemble power losses.
 //! `--list` prints one line per seed; `--stop-at-first` stops at the first failing seed; `--no-durability-check` turns off the
 //! per-commit quorum-durability invariant, to measure the end-to-end checks alone.
 //! The last line is always `sim: seeds=N failures=F`; the exit code is non-zero when F > 0.
@@ -20,6 +23,7 @@ struct Args {
     stop_at_first: bool,
     end_to_end_only: bool,
     list: bool,
+    diskless: bool,
 }
 
 fn parse() -> Result<Args, String> {
@@ -32,6 +36,7 @@ fn parse() -> Result<Args, String> {
         stop_at_first: false,
         end_to_end_only: false,
         list: false,
+        diskless: false,
     };
     let mut it = std::env::args().skip(1);
     while let Some(a) = it.next() {
@@ -51,6 +56,7 @@ fn parse() -> Result<Args, String> {
             "--stop-at-first" => args.stop_at_first = true,
             "--no-durability-check" => args.end_to_end_only = true,
             "--list" => args.list = true,
+            "--diskless" => args.diskless = true,
             other => return Err(format!("unknown argument {other}")),
         }
     }
@@ -63,6 +69,89 @@ fn percentile(sorted: &[u64], p: f64) -> u64 {
     }
     let idx = ((sorted.len() as f64 - 1.0) * p).round() as usize;
     sorted[idx.min(sorted.len() - 1)]
+}
+
+/// Writes lost in diskless runs, aggregated over seeds.
+#[derive(Default)]
+struct Losses {
+    /// (lost txns, of which acknowledged to clients, span ms) per whole-ensemble power loss.
+    power: Vec<(usize, usize, u64)>,
+    /// The same for losses without a power loss (every server holding them crashed).
+    other: Vec<(usize, usize, u64)>,
+    revived: usize,
+    full_house_ms: Vec<u64>,
+    sessions_expired: usize,
+    recovery_ms: Vec<u64>,
+}
+
+impl Losses {
+    fn add(&mut self, report: &sim::RunReport) {
+        for l in &report.losses {
+            let row = (l.txns, l.acknowledged, l.span_ms);
+            if l.after_power_loss {
+                self.power.push(row);
+            } else {
+                self.other.push(row);
+            }
+        }
+        self.revived += report.revived;
+        self.full_house_ms
+            .extend(report.full_house_ms.iter().copied());
+        self.sessions_expired += report.sessions_expired;
+        self.recovery_ms.extend(report.recovery_ms.iter().copied());
+    }
+
+    fn stats(rows: &[(usize, usize, u64)]) -> String {
+        let mut txns: Vec<u64> = rows.iter().map(|r| r.0 as u64).collect();
+        let mut spans: Vec<u64> = rows.iter().map(|r| r.2).collect();
+        txns.sort_unstable();
+        spans.sort_unstable();
+        let acked: usize = rows.iter().map(|r| r.1).sum();
+        format!(
+            "events={} txns total={} median={} p99={} max={} (client-acknowledged {}); span median={}ms p99={}ms max={}ms",
+            rows.len(),
+            txns.iter().sum::<u64>(),
+            percentile(&txns, 0.5),
+            percentile(&txns, 0.99),
+            txns.last().copied().unwrap_or(0),
+            acked,
+            percentile(&spans, 0.5),
+            percentile(&spans, 0.99),
+            spans.last().copied().unwrap_or(0)
+        )
+    }
+
+    fn describe(&self) -> String {
+        let mut fh = self.full_house_ms.clone();
+        fh.sort_unstable();
+        let mut rec = self.recovery_ms.clone();
+        rec.sort_unstable();
+        format!(
+            "power-loss windows: {}\nother losses (no server holding them survived): {}; revived {}; sessions expired {}\nfull-house elections: {} (established after the last voter booted: median={}ms p99={}ms max={}ms)\nmeasured power-loss recovery (healthy network, all restarted at once): samples={} median={}ms p99={}ms max={}ms",
+            Self::stats(&self.power),
+            Self::stats(&self.other),
+            self.revived,
+            self.sessions_expired,
+            fh.len(),
+            percentile(&fh, 0.5),
+            percentile(&fh, 0.99),
+            fh.last().copied().unwrap_or(0),
+            rec.len(),
+            percentile(&rec, 0.5),
+            percentile(&rec, 0.99),
+            rec.last().copied().unwrap_or(0)
+        )
+    }
+
+    fn summary(&self) -> String {
+        let lost: usize = self.power.iter().map(|r| r.0).sum();
+        let max = self.power.iter().map(|r| r.0).max().unwrap_or(0);
+        let span = self.power.iter().map(|r| r.2).max().unwrap_or(0);
+        format!(
+            "power_losses={} lost_txns={lost} max_window_txns={max} max_window_ms={span}",
+            self.power.len()
+        )
+    }
 }
 
 fn main() -> ExitCode {
@@ -89,6 +178,7 @@ fn main() -> ExitCode {
     let mut ran = 0u64;
     let mut elections = Vec::new();
     let mut committed = 0usize;
+    let mut losses = Losses::default();
     // A panic inside the protocol is a failure of that seed, not of the whole run.
     std::panic::set_hook(Box::new(|info| eprintln!("panic: {info}")));
     for seed in seeds {
@@ -96,15 +186,30 @@ fn main() -> ExitCode {
         opts.bug = args.bug.clone();
         opts.verbose = verbose;
         opts.check_quorum_durability = !args.end_to_end_only;
+        opts.diskless = args.diskless;
         let outcome = std::panic::catch_unwind(|| run(opts));
         ran += 1;
         match outcome {
             Ok(report) => {
                 elections.extend(report.election_ms.iter().copied());
                 committed += report.committed;
+                losses.add(&report);
                 if verbose || !report.failures.is_empty() || args.list {
+                    let lost = if args.diskless {
+                        let l: Vec<_> = report
+                            .losses
+                            .iter()
+                            .map(|l| {
+                                let pl = if l.after_power_loss { "P" } else { "" };
+                                format!("{pl}{}/{}/{}ms", l.txns, l.acknowledged, l.span_ms)
+                            })
+                            .collect();
+                        format!(" lost={l:?}")
+                    } else {
+                        String::new()
+                    };
                     println!(
-                        "seed {} servers={} ops={} committed={} events={} trace={:016x} election_ms={:?}",
+                        "seed {} servers={} ops={} committed={} events={} trace={:016x} election_ms={:?}{lost}",
                         seed,
                         report.servers,
                         report.ops,
@@ -120,11 +225,12 @@ fn main() -> ExitCode {
                         println!("  FAIL seed {seed}: {f}");
                     }
                     println!(
-                        "  reproduce: scripts/sim.sh --seed {seed}{}",
+                        "  reproduce: scripts/sim.sh --seed {seed}{}{}",
                         args.bug
                             .as_ref()
                             .map(|b| format!(" --bug {b}"))
-                            .unwrap_or_default()
+                            .unwrap_or_default(),
+                        if args.diskless { " --diskless" } else { "" }
                     );
                 }
             }
@@ -146,7 +252,15 @@ fn main() -> ExitCode {
         elections.last().copied().unwrap_or(0),
         committed
     );
-    println!("sim: seeds={ran} failures={failures}");
+    if args.diskless {
+        println!("{}", losses.describe());
+        println!(
+            "sim: seeds={ran} failures={failures} mode=diskless {}",
+            losses.summary()
+        );
+    } else {
+        println!("sim: seeds={ran} failures={failures}");
+    }
     if failures > 0 {
         ExitCode::FAILURE
     } else {

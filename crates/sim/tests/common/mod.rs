@@ -34,6 +34,24 @@ pub fn ensemble_with(
     w
 }
 
+/// A diskless ensemble (DESIGN.md §5); busy snapshots take `snapshot_ms` (use a huge value to
+/// keep every server on the snapshot it has).
+pub fn diskless_ensemble(seed: u64, servers: usize, bug: Option<&str>, snapshot_ms: u64) -> World {
+    let mut o = SimOptions::calm(seed, servers);
+    o.bug = bug.map(str::to_string);
+    o.diskless = true;
+    o.net_delay_min_ms = 1;
+    o.net_delay_max_ms = 1;
+    o.snapshot_base_ms = snapshot_ms;
+    o.snapshot_ms_per_1000_txns = 0;
+    o.clients = 2;
+    let mut w = World::new(o);
+    w.workload_on = false;
+    w.boot_all();
+    assert!(w.settle(2_000), "no leader: {}", w.describe());
+    w
+}
+
 pub fn run_for(w: &mut World, ms: u64) {
     let until = w.now + ms;
     w.run_until(until);
