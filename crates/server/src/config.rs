@@ -68,6 +68,7 @@ pub const DEFAULT_FSYNC_WARNING_THRESHOLD_MS: u64 = 1000;
 pub const DEFAULT_AUTOPURGE_SNAP_RETAIN_COUNT: u32 = 3;
 pub const DEFAULT_PURGE_TIME_MS: u64 = 60_000;
 pub const DEFAULT_NUMBER_TO_RETAIN: u32 = 3;
+pub const DEFAULT_BUSY_SNAPSHOT_REST_PERCENT: u32 = 100;
 
 /// Everything the server needs from its configuration.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -108,6 +109,9 @@ pub struct ServerConfig {
     pub purge_time_ms: u64,
     /// Diskless: snapshots kept by each purge, at least 1 (the thesis's `NumberToRetain`).
     pub number_to_retain: u32,
+    /// Diskless: a busy snapshot that took t ms is followed by a rest of t × this / 100 ms
+    /// (`busySnapshotRest`, meerkat's own key).
+    pub busy_snapshot_rest_percent: u32,
     pub sync_limit: Option<u32>,
     /// The `server.N` lines, sorted by id.
     pub servers: Vec<ServerLine>,
@@ -149,6 +153,7 @@ impl ServerConfig {
             diskless: false,
             purge_time_ms: DEFAULT_PURGE_TIME_MS,
             number_to_retain: DEFAULT_NUMBER_TO_RETAIN,
+            busy_snapshot_rest_percent: DEFAULT_BUSY_SNAPSHOT_REST_PERCENT,
             servers: Vec::new(),
             entries: Vec::new(),
             warnings: Vec::new(),

@@ -926,6 +926,10 @@ impl Core {
     /// containers and expired TTL nodes.
     pub fn tick(&mut self) {
         let now = self.now_ms();
+        if self.replica.is_none() {
+            // Diskless standalone (an ensemble member does this every Zab tick).
+            self.persistence.idle(&self.tree);
+        }
         self.report_session_activity();
         if let Some(replica) = self.replica.as_deref() {
             // Only an established leader expires sessions and removes containers.

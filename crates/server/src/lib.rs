@@ -283,6 +283,7 @@ fn persistence_options(
         fsync_warn: std::time::Duration::from_millis(config.fsync_warning_threshold_ms),
         replay: storage::Replay::ApplyAll,
         diskless: config.diskless,
+        busy_snapshot_rest_percent: config.busy_snapshot_rest_percent,
     }
 }
 

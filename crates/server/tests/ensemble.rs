@@ -481,9 +481,11 @@ fn diverge_offline(data_dir: &std::path::Path) {
         &fs,
         &layout,
         &tree.freeze(),
-        0,
-        recovered.generation,
-        recovered.epoch_label,
+        storage::snapshot_file::Stamp {
+            created_ms: 0,
+            generation: recovered.generation,
+            label: recovered.epoch_label,
+        },
     )
     .expect("write the doctored snapshot");
 }

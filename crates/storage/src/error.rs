@@ -41,6 +41,10 @@ pub enum StorageError {
     },
     #[error("the storage writer has stopped after an earlier error; the server must restart")]
     Stopped,
+    /// A snapshot was abandoned on purpose (a failure checkpoint or a leader's SNAP needed the
+    /// disk); it left no file behind.
+    #[error("snapshot cancelled")]
+    Cancelled,
 }
 
 impl StorageError {

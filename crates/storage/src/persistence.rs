@@ -41,6 +41,11 @@ pub struct PersistenceOptions {
     pub replay: crate::recovery::Replay,
     /// No transaction log: busy snapshots and failure checkpoints instead.
     pub diskless: bool,
+    /// Diskless: after a busy snapshot that took t ms, the next waits t × this / 100 ms
+    /// (`busySnapshotRest`). 0 is the thesis's back-to-back snapshots (Alg. 4.1), a core per
+    /// server under steady writes; 100 caps snapshotting at half a core, and widens what a
+    /// whole-ensemble power loss can lose from about one snapshot's duration to about two.
+    pub busy_snapshot_rest_percent: u32,
 }
 
 /// Numbers for operators.
@@ -74,6 +79,13 @@ pub struct Persistence {
     generation: u32,
     /// Diskless: the label snapshots started now carry (see [`Persistence::set_epoch_label`]).
     epoch_label: u32,
+    /// The zxid of the snapshot running (or last run).
+    running_zxid: i64,
+    /// Set to make the running snapshot give up (see [`snapshot_file::write_unless_cancelled`]).
+    cancel_snapshot: Arc<AtomicBool>,
+    /// Diskless: no busy snapshot starts before this many ms after `clock`.
+    rest_until_ms: Arc<AtomicU64>,
+    clock: Instant,
 }
 
 impl Persistence {
@@ -146,6 +158,10 @@ impl Persistence {
             random,
             generation: recovered.generation,
             epoch_label: recovered.epoch_label,
+            running_zxid: -1,
+            cancel_snapshot: Arc::new(AtomicBool::new(false)),
+            rest_until_ms: Arc::new(AtomicU64::new(0)),
+            clock: Instant::now(),
         };
         persistence.next_snapshot_at = persistence.draw_snapshot_interval();
         Ok((persistence, recovered))
@@ -173,19 +189,25 @@ impl Persistence {
     /// server's disk holds everything it acknowledged. Blocks the caller, which is the point:
     /// the server takes no requests until it is done (thesis Alg. 4.2).
     pub fn checkpoint(&mut self, tree: &DataTree, proposals: &[Txn]) -> Result<()> {
-        while self.snapshot_running.load(Ordering::Acquire) {
-            std::thread::sleep(Duration::from_millis(1));
-        }
-        let frozen = tree.freeze();
         let started = Instant::now();
-        snapshot_file::write(
-            self.fs.as_ref(),
-            &self.options.layout,
-            &frozen,
-            wall_ms(),
-            self.generation,
-            self.epoch_label,
-        )?;
+        let zxid = tree.last_processed_zxid();
+        // A busy snapshot of exactly this state is as good as a new one: let it finish.
+        // One of an older state is abandoned, not waited for.
+        if !(self.snapshot_running() && self.running_zxid == zxid) {
+            self.cancel_snapshot.store(true, Ordering::Release);
+        }
+        self.wait_for_snapshot();
+        let reused = self.snapshot_stats.last_zxid.load(Ordering::Acquire) == zxid
+            && self.fs.len(&self.options.layout.snap_path(zxid)).is_ok();
+        let frozen = tree.freeze();
+        if !reused {
+            snapshot_file::write(
+                self.fs.as_ref(),
+                &self.options.layout,
+                &frozen,
+                self.stamp(),
+            )?;
+        }
         let after: Vec<Txn> = proposals
             .iter()
             .filter(|t| t.header.zxid > frozen.zxid())
@@ -202,6 +224,7 @@ impl Persistence {
             zxid = format!("{:#x}", frozen.zxid()),
             nodes = frozen.node_count(),
             proposals = after.len(),
+            reused_busy_snapshot = reused,
             ms = started.elapsed().as_millis() as u64,
             "failure checkpoint written: a complete snapshot and the acknowledged proposals"
         );
@@ -230,14 +253,36 @@ impl Persistence {
     pub fn applied(&mut self, tree: &DataTree) {
         self.since_snapshot += 1;
         // Diskless: busy snapshots (thesis Alg. 4.1), so their frequency falls as the tree grows.
-        let due = self.wal.is_none() || self.since_snapshot >= self.next_snapshot_at;
-        if due && !self.snapshot_running.load(Ordering::Acquire) {
+        let due = match self.wal {
+            None => self.rested(),
+            Some(_) => self.since_snapshot >= self.next_snapshot_at,
+        };
+        if due && !self.snapshot_running() {
             self.snapshot(tree);
         }
         if self.next_purge.is_some_and(|at| Instant::now() >= at) {
             self.next_purge = Some(Instant::now() + self.options.purge_interval);
             self.start_purge();
         }
+    }
+
+    /// Diskless: call now and then (the server does every few milliseconds). Writes applied
+    /// while a busy snapshot ran or rested start the next one once it may, so the last writes
+    /// before a quiet spell reach the disk without waiting for another write.
+    pub fn idle(&mut self, tree: &DataTree) {
+        if self.wal.is_none()
+            && self.since_snapshot > 0
+            && !self.snapshot_running()
+            && self.rested()
+        {
+            self.snapshot(tree);
+        }
+    }
+
+    /// Diskless: whether the rest after the last busy snapshot is over (see
+    /// [`PersistenceOptions::busy_snapshot_rest_percent`]).
+    fn rested(&self) -> bool {
+        self.clock.elapsed().as_millis() as u64 >= self.rest_until_ms.load(Ordering::Acquire)
     }
 
     /// Starts a consistent snapshot of `tree` as it is now, on its own thread. Returns false
@@ -248,10 +293,14 @@ impl Persistence {
         }
         self.since_snapshot = 0;
         self.next_snapshot_at = self.draw_snapshot_interval();
+        self.running_zxid = tree.last_processed_zxid();
         let frozen = tree.freeze();
         let (fs, layout) = (self.fs.clone(), self.options.layout.clone());
         let (running, stats) = (self.snapshot_running.clone(), self.snapshot_stats.clone());
-        let (generation, label) = (self.generation, self.epoch_label);
+        let stamp = self.stamp();
+        let cancel = self.cancel_snapshot.clone();
+        let (clock, rest_until_ms) = (self.clock, self.rest_until_ms.clone());
+        let rest_percent = u64::from(self.options.busy_snapshot_rest_percent);
         // Diskless snapshots come back to back: purge after each, or they fill the disk.
         let purge_after = self
             .wal
@@ -261,9 +310,11 @@ impl Persistence {
             .name("meerkat-snapshot".into())
             .spawn(move || {
                 let started = Instant::now();
-                match snapshot_file::write(fs.as_ref(), &layout, &frozen, wall_ms(), generation, label) {
+                match snapshot_file::write_unless_cancelled(fs.as_ref(), &layout, &frozen, stamp, &cancel) {
                     Ok(written) => {
                         let ms = started.elapsed().as_millis() as u64;
+                        let ended = clock.elapsed().as_millis() as u64;
+                        rest_until_ms.store(ended + ms * rest_percent / 100, Ordering::Release);
                         stats.taken.fetch_add(1, Ordering::Relaxed);
                         stats.last_zxid.store(frozen.zxid(), Ordering::Relaxed);
                         stats.last_millis.store(ms, Ordering::Relaxed);
@@ -279,9 +330,12 @@ impl Persistence {
                             ms,
                         );
                     }
-                    // A failed snapshot loses nothing (the log still has everything); say so
-                    // and try again at the next interval.
-                    Err(e) => tracing::error!(error = %e, "snapshot failed; the log still holds every transaction"),
+                    Err(StorageError::Cancelled) => {
+                        tracing::debug!(zxid = format!("{:#x}", frozen.zxid()), "snapshot cancelled")
+                    }
+                    // A failed snapshot loses nothing the previous one had: say so and try again
+                    // at the next interval (diskless: at the next write).
+                    Err(e) => tracing::error!(error = %e, diskless = purge_after.is_some(), "snapshot failed; the previous snapshot (and the log, when there is one) still stands"),
                 }
                 if let Some(retain) = purge_after {
                     if let Err(e) = purge::purge_keeping(fs.as_ref(), &layout, retain) {
@@ -300,6 +354,23 @@ impl Persistence {
 
     pub fn snapshot_running(&self) -> bool {
         self.snapshot_running.load(Ordering::Acquire)
+    }
+
+    fn stamp(&self) -> snapshot_file::Stamp {
+        snapshot_file::Stamp {
+            created_ms: wall_ms(),
+            generation: self.generation,
+            label: self.epoch_label,
+        }
+    }
+
+    /// Waits until no snapshot thread runs (one told to cancel stops at its next chunk), then
+    /// clears the cancel request.
+    fn wait_for_snapshot(&self) {
+        while self.snapshot_running() {
+            std::thread::sleep(Duration::from_micros(200));
+        }
+        self.cancel_snapshot.store(false, Ordering::Release);
     }
 
     fn start_purge(&self) {
@@ -367,10 +438,9 @@ impl Persistence {
     /// segments go, and recovery never replays segments of an older generation than the
     /// snapshot it loaded, so a divergent old history cannot leak onto the leader's state.
     pub fn replace_with_snapshot(&mut self, bytes: &[u8]) -> Result<DataTree> {
-        // A periodic snapshot still being written belongs to the old generation; let it end.
-        while self.snapshot_running.load(Ordering::Acquire) {
-            std::thread::sleep(Duration::from_millis(1));
-        }
+        // A snapshot still being written is of the state being replaced: abandon it.
+        self.cancel_snapshot.store(true, Ordering::Release);
+        self.wait_for_snapshot();
         let generation = self.generation + 1;
         let loaded =
             snapshot_file::save_bytes(self.fs.as_ref(), &self.options.layout, bytes, generation)?;
@@ -426,6 +496,7 @@ impl Drop for Persistence {
     /// the next one on the same data dir. Bounded: a snapshot of a huge tree is abandoned as a
     /// temp file, which recovery removes.
     fn drop(&mut self) {
+        self.cancel_snapshot.store(true, Ordering::Release);
         let deadline = Instant::now() + Duration::from_secs(10);
         while self.snapshot_running.load(Ordering::Acquire) && Instant::now() < deadline {
             std::thread::sleep(Duration::from_millis(1));

@@ -20,6 +20,7 @@ use proto::{Acl, StatPersisted};
 use std::collections::HashMap;
 use std::io::Read;
 use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicBool, Ordering};
 use tree::{DataTree, TreeLoader, TreeSnapshot};
 
 const MAGIC: &[u8; 8] = b"MKSNAP\r\n";
@@ -110,21 +111,52 @@ pub struct Written {
     pub header: SnapshotHeader,
 }
 
+/// What a snapshot file records besides the tree.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct Stamp {
+    pub created_ms: i64,
+    /// The log generation (see [`crate::wal`]).
+    pub generation: u32,
+    /// The epoch label ([`SnapshotHeader::label`]); 0 when unknown.
+    pub label: u32,
+}
+
 /// Writes `snapshot` durably as `snap-<zxid>.snap` under the layout's snapshot dir.
 pub fn write(
     fs: &dyn FileSystem,
     layout: &Layout,
     snapshot: &TreeSnapshot,
-    created_ms: i64,
-    generation: u32,
-    label: u32,
+    stamp: Stamp,
+) -> Result<Written> {
+    write_unless_cancelled(fs, layout, snapshot, stamp, &AtomicBool::new(false))
+}
+
+/// As [`write`], but gives up with [`StorageError::Cancelled`] (leaving no file behind) as
+/// soon as `cancel` is set: a busy snapshot must not delay a failure checkpoint.
+pub fn write_unless_cancelled(
+    fs: &dyn FileSystem,
+    layout: &Layout,
+    snapshot: &TreeSnapshot,
+    stamp: Stamp,
+    cancel: &AtomicBool,
 ) -> Result<Written> {
     let path = layout.snap_path(snapshot.zxid());
     let temp = temp_path(&path);
     let mut file = FileSink::create(fs, &temp)?;
-    let (bytes, header) = encode(snapshot, created_ms, generation, label, &mut |b| {
+    let encoded = encode(snapshot, stamp, &mut |b| {
+        if cancel.load(Ordering::Relaxed) {
+            return Err(StorageError::Cancelled);
+        }
         file.write(b)
-    })?;
+    });
+    let (bytes, header) = match encoded {
+        Ok(done) => done,
+        Err(e) => {
+            drop(file);
+            let _ = fs.remove(&temp);
+            return Err(e);
+        }
+    };
     file.sync()?;
     fs.rename(&temp, &path)
         .map_err(StorageError::io("rename snapshot into place", &path))?;
@@ -143,7 +175,11 @@ pub fn write(
 pub fn encode_to_vec(snapshot: &TreeSnapshot, created_ms: i64) -> Vec<u8> {
     let mut out = Vec::new();
     // Writing to memory cannot fail.
-    let _ = encode(snapshot, created_ms, 0, 0, &mut |b| {
+    let stamp = Stamp {
+        created_ms,
+        ..Stamp::default()
+    };
+    let _ = encode(snapshot, stamp, &mut |b| {
         out.extend_from_slice(b);
         Ok(())
     });
@@ -184,11 +220,14 @@ pub fn save_bytes(
 /// count and the header.
 fn encode(
     snapshot: &TreeSnapshot,
-    created_ms: i64,
-    generation: u32,
-    label: u32,
+    stamp: Stamp,
     emit: &mut dyn FnMut(&[u8]) -> Result<()>,
 ) -> Result<(u64, SnapshotHeader)> {
+    let Stamp {
+        created_ms,
+        generation,
+        label,
+    } = stamp;
     let header = SnapshotHeader {
         generation,
         label,

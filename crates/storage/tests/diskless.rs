@@ -214,3 +214,53 @@ fn trunc_cuts_a_whole_checkpoints_proposals() {
     let saved = p2.boot_checkpoint().unwrap().expect("still whole");
     assert_eq!(saved.proposals, txns[50..53].to_vec());
 }
+
+#[test]
+fn writes_a_busy_snapshot_missed_are_snapshotted_when_the_server_is_idle() {
+    let txns = workload(200, 6);
+    let fs = FaultyFs::new();
+    let (mut p, recovered, _) = open(&fs);
+    let mut tree = recovered.tree;
+    for txn in &txns {
+        p.append(txn).unwrap();
+        tree.apply(txn, &mut Vec::new());
+        p.applied(&tree);
+    }
+    // No more writes: only idle() can cover the ones applied while a snapshot ran.
+    let last = tree.last_processed_zxid();
+    let deadline = Instant::now() + Duration::from_secs(10);
+    while p.snapshot_stats.last_zxid.load(Ordering::SeqCst) != last {
+        assert!(
+            Instant::now() < deadline,
+            "the last writes were never snapshotted"
+        );
+        p.idle(&tree);
+        std::thread::sleep(Duration::from_millis(1));
+    }
+    wait_for_snapshots(&p);
+    p.close();
+    let (_, recovered, _) = open(&fs.crash_image(Tear::None));
+    assert_eq!(recovered.tree.last_processed_zxid(), last);
+}
+
+#[test]
+fn a_cancelled_snapshot_leaves_no_file() {
+    let txns = workload(30, 2);
+    let fs = FaultyFs::new();
+    let mut tree = DataTree::new();
+    for txn in &txns {
+        tree.apply(txn, &mut Vec::new());
+    }
+    let layout = layout();
+    fs.create_dir_all(&layout.snap_dir).unwrap();
+    let cancel = std::sync::atomic::AtomicBool::new(true);
+    let result = storage::snapshot_file::write_unless_cancelled(
+        &fs,
+        &layout,
+        &tree.freeze(),
+        Default::default(),
+        &cancel,
+    );
+    assert!(matches!(result, Err(storage::StorageError::Cancelled)));
+    assert_eq!(fs.list(&layout.snap_dir).unwrap(), Vec::<String>::new());
+}

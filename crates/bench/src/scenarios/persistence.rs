@@ -62,7 +62,8 @@ pub fn snapshot(ctx: &Context) -> anyhow::Result<Outcome> {
         let started = Instant::now();
         let frozen = tree.freeze();
         let freeze_us = started.elapsed().as_micros() as u64;
-        let written = storage::snapshot_file::write(&storage::RealFs, &layout, &frozen, 0, 0, 0)?;
+        let written =
+            storage::snapshot_file::write(&storage::RealFs, &layout, &frozen, Default::default())?;
         let write_ms = started.elapsed().as_secs_f64() * 1000.0;
         let started = Instant::now();
         let loaded = storage::snapshot_file::read(&storage::RealFs, &written.path)?;

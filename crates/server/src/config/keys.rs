@@ -36,6 +36,7 @@ pub(super) enum Setting {
     Diskless,
     PurgeTime,
     NumberToRetain,
+    BusySnapshotRest,
 }
 
 pub(super) struct SettingKey {
@@ -103,6 +104,8 @@ pub(super) const SETTINGS: &[SettingKey] = &[
     key("diskless", Setting::Diskless, false),
     key("PurgeTime", Setting::PurgeTime, false),
     key("NumberToRetain", Setting::NumberToRetain, false),
+    // meerkat's own: how long busy snapshots rest between runs (docs/durability.md).
+    key("busySnapshotRest", Setting::BusySnapshotRest, false),
 ];
 
 /// How an ignored key's value is checked. ZooKeeper itself fails on a bad boolean or integer for

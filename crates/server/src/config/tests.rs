@@ -148,6 +148,10 @@ snapCount=20000
 forceSync=no
 preAllocSize=1024
 fsync.warningthresholdms=50
+diskless=true
+PurgeTime=5000
+NumberToRetain=2
+busySnapshotRest=50
 server.1=zk1:2888:3888
 server.2=zk2:2888:3888
 server.3=zk3:2888:3888
@@ -187,6 +191,10 @@ fn every_key_is_read() {
     assert!(!config.force_sync);
     assert_eq!(config.pre_alloc_size_kb, 1024);
     assert_eq!(config.fsync_warning_threshold_ms, 50);
+    assert!(config.diskless);
+    assert_eq!(config.purge_time_ms, 5000);
+    assert_eq!(config.number_to_retain, 2);
+    assert_eq!(config.busy_snapshot_rest_percent, 50);
     assert_eq!(config.servers.len(), 3);
     assert!(config.warnings.is_empty(), "{:?}", config.warnings);
     assert_eq!(config.entries.len(), EVERY_KEY.lines().count());

@@ -442,6 +442,8 @@ impl Core {
         let now = replica.now();
         replica.zab.handle_tick(now);
         self.run_zab();
+        // Diskless: the writes a resting or running busy snapshot missed get theirs now.
+        self.persistence.idle(&self.tree);
     }
 
     /// Every half tick, a learner reports the sessions its clients touched, as ZooKeeper's

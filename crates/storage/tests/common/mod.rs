@@ -28,6 +28,8 @@ pub fn options(snap_count: u64) -> PersistenceOptions {
         fsync_warn: Duration::from_secs(10),
         replay: storage::Replay::ApplyAll,
         diskless: false,
+        // Back to back, so the tests see a snapshot after each write they wait for.
+        busy_snapshot_rest_percent: 0,
     }
 }
 
