@@ -21,6 +21,8 @@ pub struct BusySnapshot {
     pub image: Image,
     pub zxids: Arc<Vec<Zxid>>,
     pub done_at: Millis,
+    /// How long it takes (its rest is as long, scaled by the rest percentage).
+    pub duration: Millis,
 }
 
 #[derive(Debug, Clone, Default)]

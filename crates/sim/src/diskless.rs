@@ -38,13 +38,17 @@ impl World {
             }
         }
         if std::mem::take(&mut s.delivered_in_batch) {
+            s.snapshot_pending = true;
             self.start_busy_snapshot(sid);
         }
     }
 
-    /// Starts a busy snapshot of `sid`'s applied state unless one is being written.
+    /// Starts a busy snapshot of `sid`'s applied state unless one is being written or the last
+    /// one is still resting (the server's `busySnapshotRest`); then it starts when the rest
+    /// ends (`on_snapshot_rested`), as the server's idle tick does.
     pub(crate) fn start_busy_snapshot(&mut self, sid: Sid) {
-        if self.server(sid).disk.busy.is_some() {
+        let s = self.server(sid);
+        if s.disk.busy.is_some() || self.now < s.snapshot_rest_until {
             return;
         }
         let s = self.server(sid);
@@ -59,9 +63,12 @@ impl World {
             image: encode_image(&s.applied),
             zxids: Arc::new(applied_zxids(&s.applied)),
             done_at: self.now + duration,
+            duration,
         };
         let incarnation = s.incarnation;
-        self.server_mut(sid).disk.busy = Some(busy);
+        let s = self.server_mut(sid);
+        s.disk.busy = Some(busy);
+        s.snapshot_pending = false;
         self.schedule(
             self.now + duration,
             Event::SnapshotDone {
@@ -76,11 +83,30 @@ impl World {
         if s.incarnation != incarnation || !s.is_up() {
             return;
         }
-        let Some(zxid) = s.disk.busy.as_ref().map(|b| b.zxid) else {
+        let Some((zxid, duration)) = s.disk.busy.as_ref().map(|b| (b.zxid, b.duration)) else {
             return;
         };
         self.trace.event(self.now, sid, "snapshot-done", 0, zxid.0);
-        self.server_mut(sid).disk.finish_busy();
+        let rest_until = self.now + duration * self.opts.snapshot_rest_percent / 100;
+        let s = self.server_mut(sid);
+        s.disk.finish_busy();
+        s.snapshot_rest_until = rest_until;
+        self.schedule(
+            rest_until,
+            Event::SnapshotRested {
+                node: sid,
+                incarnation,
+            },
+        );
+    }
+
+    /// The rest after a busy snapshot is over: state applied meanwhile gets its snapshot now.
+    pub(crate) fn on_snapshot_rested(&mut self, sid: Sid, incarnation: u64) {
+        let s = self.server(sid);
+        if s.incarnation != incarnation || !s.is_up() || !s.snapshot_pending {
+            return;
+        }
+        self.start_busy_snapshot(sid);
     }
 
     /// The failure checkpoint: the applied state plus every undelivered entry, marked whole.
@@ -126,6 +152,8 @@ impl World {
         let s = self.server_mut(sid);
         s.disk.log = boot.log.clone();
         s.applied_label = label;
+        s.snapshot_pending = false;
+        s.snapshot_rest_until = 0;
         boot
     }
 

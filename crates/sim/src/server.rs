@@ -53,6 +53,10 @@ pub struct SimServer {
     pub booted_at: Millis,
     /// Set by a delivery, cleared when the host finishes the batch of actions.
     pub delivered_in_batch: bool,
+    /// Diskless: state was applied that no busy snapshot has started on yet.
+    pub snapshot_pending: bool,
+    /// Diskless: no busy snapshot starts before this (the rest after the last one).
+    pub snapshot_rest_until: Millis,
     /// Crashes and wipes so far; a holder of a write is protected while this is unchanged.
     pub crash_count: u64,
     /// The world's crash sequence number at this server's last crash (0: never).
@@ -80,6 +84,8 @@ impl SimServer {
             crash_count: 0,
             last_crash_seq: 0,
             delivered_in_batch: false,
+            snapshot_pending: false,
+            snapshot_rest_until: 0,
             booted_at: 0,
             clock_offset_ms,
             clock_drift_ppm,

@@ -91,6 +91,11 @@ pub enum Event {
         node: Sid,
         incarnation: u64,
     },
+    /// Diskless: the rest after a busy snapshot is over (the server's idle tick).
+    SnapshotRested {
+        node: Sid,
+        incarnation: u64,
+    },
     Heal,
 }
 
@@ -307,7 +312,8 @@ impl World {
             Event::PeerDown { node, .. }
             | Event::Tick { node, .. }
             | Event::FsyncDone { node, .. }
-            | Event::SnapshotDone { node, .. } => Some(*node),
+            | Event::SnapshotDone { node, .. }
+            | Event::SnapshotRested { node, .. } => Some(*node),
             Event::ToServer { server, .. } => Some(*server),
             _ => None,
         };
@@ -361,6 +367,9 @@ impl World {
             }
             Event::FsyncDone { node, incarnation } => self.on_fsync_done(node, incarnation),
             Event::SnapshotDone { node, incarnation } => self.on_snapshot_done(node, incarnation),
+            Event::SnapshotRested { node, incarnation } => {
+                self.on_snapshot_rested(node, incarnation)
+            }
             Event::ToServer { server, req } => self.on_client_request(server, req),
             Event::ToClient {
                 client,

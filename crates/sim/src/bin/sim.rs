@@ -3,6 +3,7 @@
 //! ```text
 //! sim --seeds N [--first S] [--servers K] [--bug NAME] [--diskless]   run N seeds
 //! sim --seed S [--servers K] [--bug NAME] [--diskless]                 replay one seed
+//! (with --diskless, `--snapshot-rest PERCENT` sets the busy snapshots' rest; default 100)
 //! ```
 //! `--diskless` runs the servers in diskless mode (DESIGN.md §5) under the diskless host
 //! contract (`sim::diskless`), and adds the durability checks of `sim::durability`; the summary
@@ -24,6 +25,7 @@ struct Args {
     end_to_end_only: bool,
     list: bool,
     diskless: bool,
+    snapshot_rest: Option<u64>,
 }
 
 fn parse() -> Result<Args, String> {
@@ -37,6 +39,7 @@ fn parse() -> Result<Args, String> {
         end_to_end_only: false,
         list: false,
         diskless: false,
+        snapshot_rest: None,
     };
     let mut it = std::env::args().skip(1);
     while let Some(a) = it.next() {
@@ -57,6 +60,12 @@ fn parse() -> Result<Args, String> {
             "--no-durability-check" => args.end_to_end_only = true,
             "--list" => args.list = true,
             "--diskless" => args.diskless = true,
+            "--snapshot-rest" => {
+                let pct = value("--snapshot-rest")?
+                    .parse()
+                    .map_err(|e| format!("{e}"))?;
+                args.snapshot_rest = Some(pct);
+            }
             other => return Err(format!("unknown argument {other}")),
         }
     }
@@ -187,6 +196,9 @@ fn main() -> ExitCode {
         opts.verbose = verbose;
         opts.check_quorum_durability = !args.end_to_end_only;
         opts.diskless = args.diskless;
+        if let Some(pct) = args.snapshot_rest {
+            opts.snapshot_rest_percent = pct;
+        }
         let outcome = std::panic::catch_unwind(|| run(opts));
         ran += 1;
         match outcome {
