@@ -972,6 +972,18 @@ async fn diskless_restarts(flavor: Flavor) -> Result<()> {
             tokio::time::sleep(Duration::from_millis(300)).await;
             workload.stop().await;
             f.converge_and_compare(&KEYS).await?;
+            // Same zxid and znode count (above), and the same tree digest everywhere.
+            let mut digests = BTreeMap::new();
+            for sid in f.ensemble.live_sids() {
+                let address = f.ensemble.client_address(sid);
+                digests.insert(sid, testkit::four_letter::ask(address, "hash").await?);
+            }
+            let first = digests.values().next().cloned().unwrap_or_default();
+            ensure!(
+                digests.values().all(|d| *d == first),
+                "digests differ after {step}: {digests:?}"
+            );
+            f.note(&format!("after {step}: digest {}", first.trim()));
             if step == "both followers" {
                 // Two amnesiac voters and one whole: only a full house could elect.
                 let mut full_houses = 0;
