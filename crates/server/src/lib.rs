@@ -338,6 +338,16 @@ fn diskless_boot_log(
     accepted_epoch: u32,
 ) -> (Vec<proto::txn::Txn>, bool) {
     match persistence.boot_checkpoint() {
+        Ok(Some(checkpoint)) if checkpoint.snapshot_zxid > snapshot_zxid => {
+            // The snapshot the checkpoint extends is damaged or gone: its proposals do not
+            // follow on from the state loaded, so they cannot be trusted to complete it.
+            tracing::error!(
+                checkpoint_base = format!("{:#x}", checkpoint.snapshot_zxid),
+                loaded = format!("{snapshot_zxid:#x}"),
+                "diskless: the failure checkpoint extends a snapshot that did not load; treating this server as having lost what it acknowledged"
+            );
+            (Vec::new(), true)
+        }
         Ok(Some(checkpoint)) => {
             let saved: Vec<_> = checkpoint
                 .proposals
@@ -452,5 +462,54 @@ async fn next_peer_event(
     match rx {
         Some(rx) => rx.recv().await,
         None => std::future::pending().await,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use storage::faulty_fs::FaultyFs;
+
+    fn diskless_persistence(fs: &FaultyFs) -> storage::Persistence {
+        let options = storage::PersistenceOptions {
+            layout: storage::Layout::new(std::path::Path::new("/d"), std::path::Path::new("/d")),
+            force_sync: true,
+            segment_bytes: 4096,
+            snap_count: 1000,
+            snap_retain_count: 3,
+            purge_interval: std::time::Duration::ZERO,
+            fsync_warn: std::time::Duration::from_secs(1),
+            replay: storage::Replay::Collect,
+            diskless: true,
+            busy_snapshot_rest_percent: 0,
+        };
+        let (persistence, _) = storage::Persistence::open(
+            Arc::new(fs.clone()),
+            options,
+            Box::new(|_| {}),
+            Box::new(|_| {}),
+        )
+        .expect("open");
+        persistence
+    }
+
+    #[test]
+    fn a_checkpoint_is_trusted_only_on_top_of_the_snapshot_it_extends() {
+        let fs = FaultyFs::new();
+        let persistence = diskless_persistence(&fs);
+        let layout = storage::Layout::new(std::path::Path::new("/d"), std::path::Path::new("/d"));
+        storage::checkpoint::write(&fs, &layout, 0x1_0000_0005, &[]).expect("write");
+        let (_, amnesia) = diskless_boot_log(&persistence, 0x1_0000_0005, 1);
+        assert!(!amnesia, "the snapshot it extends loaded: whole");
+        let (_, amnesia) = diskless_boot_log(&persistence, 0x1_0000_0009, 1);
+        assert!(
+            !amnesia,
+            "a newer snapshot of the same history loaded: whole"
+        );
+        let (_, amnesia) = diskless_boot_log(&persistence, 0x1_0000_0002, 1);
+        assert!(
+            amnesia,
+            "an older snapshot loaded: the checkpoint leaves a gap"
+        );
     }
 }

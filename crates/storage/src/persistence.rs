@@ -81,6 +81,8 @@ pub struct Persistence {
     epoch_label: u32,
     /// The zxid of the snapshot running (or last run).
     running_zxid: i64,
+    /// The zxid of the newest complete snapshot in the data dir (-1: none).
+    snapshot_on_disk: Arc<AtomicI64>,
     /// Set to make the running snapshot give up (see [`snapshot_file::write_unless_cancelled`]).
     cancel_snapshot: Arc<AtomicBool>,
     /// Diskless: no busy snapshot starts before this many ms after `clock`.
@@ -159,6 +161,9 @@ impl Persistence {
             generation: recovered.generation,
             epoch_label: recovered.epoch_label,
             running_zxid: -1,
+            snapshot_on_disk: Arc::new(AtomicI64::new(
+                recovered.snapshot.as_ref().map_or(-1, |(_, zxid)| *zxid),
+            )),
             cancel_snapshot: Arc::new(AtomicBool::new(false)),
             rest_until_ms: Arc::new(AtomicU64::new(0)),
             clock: Instant::now(),
@@ -184,11 +189,21 @@ impl Persistence {
         Ok(())
     }
 
-    /// Diskless: the failure checkpoint. Writes a complete snapshot of `tree` and then the
-    /// acknowledged proposals it does not contain, durably, before returning; afterwards this
-    /// server's disk holds everything it acknowledged. Blocks the caller, which is the point:
-    /// the server takes no requests until it is done (thesis Alg. 4.2).
-    pub fn checkpoint(&mut self, tree: &DataTree, proposals: &[Txn]) -> Result<()> {
+    /// Diskless: the failure checkpoint. Afterwards this server's disk holds everything it
+    /// acknowledged: its newest snapshot plus the checkpoint's proposals. Blocks the caller,
+    /// which is the point: the server takes no requests until it is done (thesis Alg. 4.2).
+    ///
+    /// `since(z)` returns every proposal after zxid `z` (delivered or not) if the caller still
+    /// holds them all in memory. When it does for the newest snapshot on disk, only those are
+    /// written, as a durable log would hold them: milliseconds instead of a snapshot of the
+    /// whole tree. Otherwise a complete snapshot of `tree` is written (or a busy one of the
+    /// same state reused), then `undelivered`, the acknowledged proposals `tree` lacks.
+    pub fn checkpoint(
+        &mut self,
+        tree: &DataTree,
+        undelivered: &[Txn],
+        since: impl Fn(i64) -> Option<Vec<Txn>>,
+    ) -> Result<()> {
         let started = Instant::now();
         let zxid = tree.last_processed_zxid();
         // A busy snapshot of exactly this state is as good as a new one: let it finish.
@@ -197,36 +212,41 @@ impl Persistence {
             self.cancel_snapshot.store(true, Ordering::Release);
         }
         self.wait_for_snapshot();
-        let reused = self.snapshot_stats.last_zxid.load(Ordering::Acquire) == zxid
-            && self.fs.len(&self.options.layout.snap_path(zxid)).is_ok();
-        let frozen = tree.freeze();
-        if !reused {
-            snapshot_file::write(
-                self.fs.as_ref(),
-                &self.options.layout,
-                &frozen,
-                self.stamp(),
-            )?;
-        }
-        let after: Vec<Txn> = proposals
-            .iter()
-            .filter(|t| t.header.zxid > frozen.zxid())
-            .cloned()
-            .collect();
-        crate::checkpoint::write(
-            self.fs.as_ref(),
-            &self.options.layout,
-            frozen.zxid(),
-            &after,
-        )?;
+        let on_disk = self.snapshot_on_disk.load(Ordering::Acquire);
+        let snapshot_present =
+            on_disk >= 0 && self.fs.len(&self.options.layout.snap_path(on_disk)).is_ok();
+        let (base, proposals, wrote_snapshot) = match since(on_disk) {
+            Some(proposals) if snapshot_present => (on_disk, proposals, false),
+            _ => {
+                let frozen = tree.freeze();
+                let reused = on_disk == zxid && snapshot_present;
+                if !reused {
+                    snapshot_file::write(
+                        self.fs.as_ref(),
+                        &self.options.layout,
+                        &frozen,
+                        self.stamp(),
+                    )?;
+                    self.snapshot_on_disk.store(zxid, Ordering::Release);
+                }
+                let after = undelivered
+                    .iter()
+                    .filter(|t| t.header.zxid > zxid)
+                    .cloned()
+                    .collect();
+                (zxid, after, !reused)
+            }
+        };
+        crate::checkpoint::write(self.fs.as_ref(), &self.options.layout, base, &proposals)?;
         self.checkpoint_on_disk = true;
         tracing::info!(
-            zxid = format!("{:#x}", frozen.zxid()),
-            nodes = frozen.node_count(),
-            proposals = after.len(),
-            reused_busy_snapshot = reused,
+            snapshot_zxid = format!("{base:#x}"),
+            applied_zxid = format!("{zxid:#x}"),
+            nodes = tree.node_count(),
+            proposals = proposals.len(),
+            wrote_snapshot,
             ms = started.elapsed().as_millis() as u64,
-            "failure checkpoint written: a complete snapshot and the acknowledged proposals"
+            "failure checkpoint written: the newest snapshot and every proposal after it"
         );
         Ok(())
     }
@@ -300,6 +320,7 @@ impl Persistence {
         let stamp = self.stamp();
         let cancel = self.cancel_snapshot.clone();
         let (clock, rest_until_ms) = (self.clock, self.rest_until_ms.clone());
+        let on_disk = self.snapshot_on_disk.clone();
         let rest_percent = u64::from(self.options.busy_snapshot_rest_percent);
         // Diskless snapshots come back to back: purge after each, or they fill the disk.
         let purge_after = self
@@ -315,6 +336,7 @@ impl Persistence {
                         let ms = started.elapsed().as_millis() as u64;
                         let ended = clock.elapsed().as_millis() as u64;
                         rest_until_ms.store(ended + ms * rest_percent / 100, Ordering::Release);
+                        on_disk.fetch_max(frozen.zxid(), Ordering::AcqRel);
                         stats.taken.fetch_add(1, Ordering::Relaxed);
                         stats.last_zxid.store(frozen.zxid(), Ordering::Relaxed);
                         stats.last_millis.store(ms, Ordering::Relaxed);
@@ -455,6 +477,8 @@ impl Persistence {
         }
         self.generation = generation;
         self.epoch_label = loaded.header.epoch_label();
+        self.snapshot_on_disk
+            .store(loaded.header.zxid, Ordering::Release);
         self.since_snapshot = 0;
         Ok(loaded.tree)
     }

@@ -93,7 +93,7 @@ fn a_checkpoint_survives_a_crash_at_any_point_whole_or_not_at_all() {
         let fs = base.crash_image(Tear::None);
         let (mut p, _, _) = open(&fs);
         fs.crash_after(k);
-        let finished = p.checkpoint(&tree, pending).is_ok();
+        let finished = p.checkpoint(&tree, pending, |_| None).is_ok();
         for tear in [Tear::None, Tear::Prefix(k + 1)] {
             let image = fs.crash_image(tear);
             let (p2, recovered, _) = open(&image);
@@ -138,7 +138,7 @@ fn the_checkpoint_is_gone_before_anything_new_is_acknowledged() {
     for txn in &txns[..50] {
         tree.apply(txn, &mut Vec::new());
     }
-    p.checkpoint(&tree, &txns[50..55]).unwrap();
+    p.checkpoint(&tree, &txns[50..55], |_| None).unwrap();
     p.close();
     let (mut p, _, durable2) = open(&fs);
     assert!(p.boot_checkpoint().unwrap().is_some());
@@ -206,7 +206,7 @@ fn trunc_cuts_a_whole_checkpoints_proposals() {
     for txn in &txns[..50] {
         tree.apply(txn, &mut Vec::new());
     }
-    p.checkpoint(&tree, &txns[50..55]).unwrap();
+    p.checkpoint(&tree, &txns[50..55], |_| None).unwrap();
     // The new leader discarded what this server acknowledged after txns[52].
     p.truncate_log_after(txns[52].header.zxid).unwrap();
     let image = fs.crash_image(Tear::None);
@@ -263,4 +263,61 @@ fn a_cancelled_snapshot_leaves_no_file() {
     );
     assert!(matches!(result, Err(storage::StorageError::Cancelled)));
     assert_eq!(fs.list(&layout.snap_dir).unwrap(), Vec::<String>::new());
+}
+
+#[test]
+fn a_checkpoint_extends_the_newest_snapshot_with_the_proposals_after_it_when_they_are_at_hand() {
+    let txns = workload(60, 8);
+    let fs = FaultyFs::new();
+    let (mut p, recovered, _) = open(&fs);
+    let mut tree = recovered.tree;
+    for txn in &txns[..20] {
+        p.append(txn).unwrap();
+        tree.apply(txn, &mut Vec::new());
+        p.applied(&tree);
+    }
+    let base = txns[19].header.zxid;
+    let deadline = Instant::now() + Duration::from_secs(10);
+    while p.snapshot_stats.last_zxid.load(Ordering::SeqCst) != base {
+        assert!(Instant::now() < deadline, "no snapshot at {base:#x}");
+        p.idle(&tree);
+        std::thread::sleep(Duration::from_millis(1));
+    }
+    wait_for_snapshots(&p);
+    // Applied without a snapshot since (the server was busy), then 5 acknowledged proposals.
+    for txn in &txns[20..40] {
+        tree.apply(txn, &mut Vec::new());
+    }
+    let snaps_before = snapshot_names(&fs);
+    let since = |zxid: i64| (zxid == base).then(|| txns[20..45].to_vec());
+    p.checkpoint(&tree, &txns[40..45], since).unwrap();
+    assert_eq!(
+        snapshot_names(&fs),
+        snaps_before,
+        "no new snapshot of the whole tree"
+    );
+    let image = fs.crash_image(Tear::None);
+    let (p2, recovered, _) = open(&image);
+    assert_eq!(recovered.tree.last_processed_zxid(), base);
+    let saved = p2.boot_checkpoint().unwrap().expect("whole");
+    assert_eq!(saved.snapshot_zxid, base);
+    assert_eq!(saved.proposals, txns[20..45].to_vec());
+    // Without the proposals at hand, a complete snapshot of the tree is written instead.
+    p.checkpoint(&tree, &txns[40..45], |_| None).unwrap();
+    let (p3, recovered, _) = open(&fs.crash_image(Tear::None));
+    assert_eq!(recovered.tree.last_processed_zxid(), txns[39].header.zxid);
+    assert_eq!(recovered.tree.digest(), tree.digest());
+    let saved = p3.boot_checkpoint().unwrap().expect("whole");
+    assert_eq!(saved.proposals, txns[40..45].to_vec());
+}
+
+fn snapshot_names(fs: &FaultyFs) -> Vec<String> {
+    let mut names: Vec<String> = fs
+        .list(&layout().snap_dir)
+        .unwrap()
+        .into_iter()
+        .filter(|n| n.starts_with("snap-"))
+        .collect();
+    names.sort();
+    names
 }

@@ -181,6 +181,19 @@ impl Zab {
         self.history.entries_after(from).cloned().collect()
     }
 
+    /// Every entry after `zxid`, if this server's history reaches back to it (`zxid` is its
+    /// base or one of its entries); `None` otherwise. A diskless host whose newest snapshot is
+    /// at `zxid` saves these with its failure checkpoint instead of a new snapshot of the
+    /// whole tree: the snapshot plus them is everything it holds, as a durable log would be.
+    pub fn entries_since(&self, zxid: Zxid) -> Option<Vec<SharedEntry>> {
+        match self.history.position(zxid) {
+            crate::history::Position::Found => {
+                Some(self.history.entries_after(zxid).cloned().collect())
+            }
+            _ => None,
+        }
+    }
+
     pub fn is_recovering(&self) -> bool {
         self.recovering
     }

@@ -328,16 +328,14 @@ impl Core {
     /// acknowledged that are not committed yet, so that its disk again holds everything it
     /// acknowledged: after a restart it may vote, and if it leads it re-proposes them.
     fn failure_checkpoint(&mut self) {
-        let Some(replica) = self.replica() else {
+        let Some(replica) = self.replica.as_deref() else {
             return;
         };
-        let proposals: Vec<proto::txn::Txn> = replica
-            .zab
-            .undelivered()
-            .iter()
-            .map(|e| e.txn.clone())
-            .collect();
-        if let Err(e) = self.persistence.checkpoint(&self.tree, &proposals) {
+        let txns = |entries: Vec<zab::SharedEntry>| entries.iter().map(|e| e.txn.clone()).collect();
+        let undelivered: Vec<proto::txn::Txn> = txns(replica.zab.undelivered());
+        let zab = &replica.zab;
+        let since = |zxid: i64| zab.entries_since(zab::Zxid::from_i64(zxid)).map(txns);
+        if let Err(e) = self.persistence.checkpoint(&self.tree, &undelivered, since) {
             tracing::error!(error = %e, "diskless: the failure checkpoint failed; after a restart this server will not vote until a leader has brought it up to date");
         }
     }
