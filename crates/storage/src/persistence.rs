@@ -264,6 +264,11 @@ impl Persistence {
         self.epoch_label = epoch;
     }
 
+    /// The zxid of the newest complete snapshot in the data dir (-1: none yet).
+    pub fn newest_snapshot_zxid(&self) -> i64 {
+        self.snapshot_on_disk.load(Ordering::Acquire)
+    }
+
     pub fn is_diskless(&self) -> bool {
         self.wal.is_none()
     }

@@ -153,6 +153,11 @@ impl History {
         self.delivered = zxid;
     }
 
+    /// How many entries come after `zxid`.
+    pub fn count_after(&self, zxid: Zxid) -> usize {
+        self.entries.len() - self.entries.partition_point(|e| e.zxid <= zxid)
+    }
+
     /// Forgets delivered entries beyond `keep`; they are in the host's state.
     pub fn trim(&mut self, keep: usize) {
         while self.entries.len() > keep

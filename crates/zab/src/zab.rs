@@ -76,7 +76,13 @@ pub struct Zab {
     pub(crate) incarnation: u64,
     pub(crate) actions: Vec<Action>,
     pub(crate) early_learners: BTreeMap<Sid, LearnerInfo>,
+    /// Delivered entries after this zxid stay in memory (see [`Zab::retain_after`]).
+    pub(crate) retain_after: Option<Zxid>,
 }
+
+/// The most delivered entries [`Zab::retain_after`] keeps; beyond it the oldest go as usual
+/// (and a diskless failure checkpoint writes a whole snapshot instead).
+pub const RETAINED_ENTRIES_MAX: usize = 50_000;
 
 impl Zab {
     pub fn new(config: Config, boot: Boot, now: Millis) -> Result<Zab, ZabError> {
@@ -113,6 +119,7 @@ impl Zab {
             incarnation: boot.incarnation,
             actions: Vec::new(),
             early_learners: BTreeMap::new(),
+            retain_after: None,
             config,
         };
         zab.become_looking(now, "boot");
@@ -192,6 +199,13 @@ impl Zab {
             }
             _ => None,
         }
+    }
+
+    /// A diskless host names its newest snapshot on disk: delivered entries after it stay in
+    /// memory (up to [`RETAINED_ENTRIES_MAX`], beyond the usual `committed_log_max`), so that
+    /// [`Zab::entries_since`] can give a failure checkpoint everything the snapshot lacks.
+    pub fn retain_after(&mut self, zxid: Zxid) {
+        self.retain_after = Some(zxid);
     }
 
     pub fn is_recovering(&self) -> bool {
@@ -496,6 +510,14 @@ impl Zab {
             self.actions.push(Action::Deliver(entry));
         }
         assert!(self.history.delivered() >= before);
-        self.history.trim(self.config.committed_log_max);
+        let keep = match self.retain_after {
+            Some(zxid) => self
+                .history
+                .count_after(zxid)
+                .min(RETAINED_ENTRIES_MAX)
+                .max(self.config.committed_log_max),
+            None => self.config.committed_log_max,
+        };
+        self.history.trim(keep);
     }
 }

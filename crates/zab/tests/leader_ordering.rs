@@ -183,3 +183,41 @@ fn losing_the_quorum_for_sync_limit_steps_down() {
     z.handle_tick(33 + c.sync_limit_ms() + 1);
     assert_eq!(z.role(), Role::Looking);
 }
+
+/// Commits `n` proposals through `z` (the leader of [`leader`], follower 1 acknowledging).
+fn commit_many(z: &mut Zab, n: u32, now: u64) {
+    for k in 0..n {
+        let zxid = z.next_zxid().unwrap();
+        z.propose(now + u64::from(k), noop(zxid), Some(1)).unwrap();
+        z.handle_message(now + u64::from(k), 1, Message::Ack { zxid });
+        z.handle_log_durable(now + u64::from(k), zxid);
+        z.poll_actions();
+    }
+}
+
+#[test]
+fn a_diskless_host_keeps_what_its_newest_snapshot_lacks_in_memory() {
+    // Without it, only the last committed_log_max (500) delivered entries stay.
+    let mut z = leader();
+    commit_many(&mut z, 600, 100);
+    assert_eq!(z.entries_since(Zxid::new(1, 10)), None);
+    assert_eq!(
+        z.entries_since(Zxid::new(1, 550)).map(|e| e.len()),
+        Some(50)
+    );
+    // With the newest snapshot at (1, 10), everything after it stays.
+    let mut z = leader();
+    z.retain_after(Zxid::new(1, 10));
+    commit_many(&mut z, 600, 100);
+    let kept = z.entries_since(Zxid::new(1, 10)).expect("kept");
+    assert_eq!(kept.len(), 590);
+    assert_eq!(kept[0].zxid, Zxid::new(1, 11));
+    // A newer snapshot lets the older entries go (down to the usual window).
+    z.retain_after(Zxid::new(1, 590));
+    commit_many(&mut z, 1, 1000);
+    assert_eq!(z.entries_since(Zxid::new(1, 10)), None);
+    assert_eq!(
+        z.entries_since(Zxid::new(1, 590)).map(|e| e.len()),
+        Some(11)
+    );
+}

@@ -436,10 +436,18 @@ impl Core {
 
     /// Zab's timers (election re-sends, pings, limits).
     pub(crate) fn replica_tick(&mut self) {
+        // Diskless: what the newest snapshot lacks stays in memory for the failure checkpoint.
+        let on_disk = self
+            .persistence
+            .is_diskless()
+            .then(|| self.persistence.newest_snapshot_zxid().max(0));
         let Some(replica) = self.replica() else {
             return;
         };
         let now = replica.now();
+        if let Some(zxid) = on_disk {
+            replica.zab.retain_after(zab::Zxid::from_i64(zxid));
+        }
         replica.zab.handle_tick(now);
         self.run_zab();
         // Diskless: the writes a resting or running busy snapshot missed get theirs now.
