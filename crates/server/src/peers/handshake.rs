@@ -2,7 +2,10 @@
 //! the name is a member it should hear from and answers with its own. Anything else closes the
 //! connection with a log line: a stray client, a server of another ensemble, a wrong config.
 
-use super::framing::{read_frame, write_frame, FrameError};
+use super::framing::{read_frame_up_to, write_frame, FrameError};
+
+/// A hello is 16 bytes; anything much longer is not one.
+const HELLO_FRAME_MAX: usize = 64;
 use super::Sid;
 use std::time::Duration;
 use tokio::net::TcpStream;
@@ -46,7 +49,7 @@ fn parse(frame: &[u8]) -> Result<Sid, HandshakeError> {
 pub async fn dial(stream: &mut TcpStream, me: Sid, expected: Sid) -> Result<(), HandshakeError> {
     let exchange = async {
         write_frame(stream, &hello(me)).await?;
-        let theirs = parse(&read_frame(stream).await?)?;
+        let theirs = parse(&read_frame_up_to(stream, HELLO_FRAME_MAX).await?)?;
         if theirs != expected {
             return Err(HandshakeError::WrongPeer {
                 expected,
@@ -67,7 +70,7 @@ pub async fn accept(
     is_member: impl Fn(Sid) -> bool,
 ) -> Result<Sid, HandshakeError> {
     let exchange = async {
-        let theirs = parse(&read_frame(stream).await?)?;
+        let theirs = parse(&read_frame_up_to(stream, HELLO_FRAME_MAX).await?)?;
         if !is_member(theirs) {
             return Err(HandshakeError::Unknown(theirs));
         }
