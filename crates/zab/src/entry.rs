@@ -13,6 +13,36 @@ pub struct Entry {
     pub digest: Option<u64>,
 }
 
+impl Entry {
+    /// About how many bytes this entry holds in memory: what bounds the entries a server
+    /// retains for a failure checkpoint ([`crate::Zab::retain_after`]).
+    pub fn approx_bytes(&self) -> usize {
+        64 + body_bytes(&self.txn.body)
+    }
+}
+
+fn body_bytes(body: &proto::txn::TxnBody) -> usize {
+    use proto::txn::TxnBody as B;
+    let data = |d: &proto::Data| d.as_ref().map_or(0, Vec::len);
+    let acl = |a: &[proto::Acl]| {
+        a.iter()
+            .map(|x| 32 + x.id.scheme.len() + x.id.id.len())
+            .sum::<usize>()
+    };
+    match body {
+        B::Create(t) | B::Create2(t) => t.path.len() + data(&t.data) + acl(&t.acl),
+        B::CreateContainer(t) => t.path.len() + data(&t.data) + acl(&t.acl),
+        B::CreateTtl(t) => t.path.len() + data(&t.data) + acl(&t.acl),
+        B::Delete(t) | B::DeleteContainer(t) => t.path.len(),
+        B::SetData(t) => t.path.len() + data(&t.data),
+        B::SetAcl(t) => t.path.len() + acl(&t.acl),
+        B::Check(t) => t.path.len(),
+        B::Multi(ops) => ops.iter().map(|op| 16 + body_bytes(op)).sum(),
+        B::CloseSession(t) => t.paths_to_delete.iter().map(|p| 24 + p.len()).sum(),
+        B::CreateSession(_) | B::Error(_) => 0,
+    }
+}
+
 /// Entries are shared between the log, the sync streams of several learners and the outputs,
 /// so they are reference counted rather than copied.
 pub type SharedEntry = Arc<Entry>;

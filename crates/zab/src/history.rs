@@ -16,6 +16,8 @@ pub struct History {
     durable: Zxid,
     /// Everything up to here has been handed to the host to apply.
     delivered: Zxid,
+    /// [`crate::entry::Entry::approx_bytes`] of the entries held.
+    bytes: usize,
 }
 
 /// Where a learner's last zxid sits in this history.
@@ -34,6 +36,7 @@ impl History {
         let last = entries.last().map_or(base, |e| e.zxid);
         History {
             base,
+            bytes: entries.iter().map(|e| e.approx_bytes()).sum(),
             entries: entries.into(),
             durable: last,
             delivered: base,
@@ -60,6 +63,11 @@ impl History {
         self.entries.len()
     }
 
+    /// About how many bytes the entries held take.
+    pub fn bytes(&self) -> usize {
+        self.bytes
+    }
+
     pub fn is_empty(&self) -> bool {
         self.entries.is_empty()
     }
@@ -67,6 +75,7 @@ impl History {
     pub fn append(&mut self, entry: SharedEntry) {
         let last = self.last();
         assert!(entry.zxid > last, "append {} after {}", entry.zxid, last);
+        self.bytes += entry.approx_bytes();
         self.entries.push_back(entry);
     }
 
@@ -87,7 +96,9 @@ impl History {
             self.base
         );
         while self.entries.back().is_some_and(|e| e.zxid > zxid) {
-            self.entries.pop_back();
+            if let Some(e) = self.entries.pop_back() {
+                self.bytes -= e.approx_bytes();
+            }
         }
         assert!(self.delivered <= self.last(), "truncated delivered entries");
         self.durable = self.durable.min(self.last());
@@ -96,6 +107,7 @@ impl History {
     /// Replaces everything with a snapshot at `zxid` (SNAP sync).
     pub fn reset_to_snapshot(&mut self, zxid: Zxid) {
         self.entries.clear();
+        self.bytes = 0;
         self.base = zxid;
         self.durable = zxid;
     }
@@ -167,6 +179,7 @@ impl History {
                 .is_some_and(|e| e.zxid <= self.delivered)
         {
             if let Some(e) = self.entries.pop_front() {
+                self.bytes -= e.approx_bytes();
                 self.base = e.zxid;
             }
         }
@@ -219,6 +232,24 @@ mod tests {
         h.trim(1);
         assert_eq!(h.base(), Zxid::new(1, 3));
         assert_eq!(h.len(), 1);
+    }
+
+    #[test]
+    fn bytes_follow_the_entries_held() {
+        let one = entry(1, 1).approx_bytes();
+        let mut h = History::new(Zxid::ZERO, vec![entry(1, 1), entry(1, 2)]);
+        assert_eq!(h.bytes(), 2 * one);
+        for c in 3..=6 {
+            h.append(entry(1, c));
+        }
+        assert_eq!(h.bytes(), 6 * one);
+        h.truncate(Zxid::new(1, 4));
+        assert_eq!(h.bytes(), 4 * one);
+        h.take_deliverable(Zxid::new(1, 4));
+        h.trim(1);
+        assert_eq!(h.bytes(), one);
+        h.reset_to_snapshot(Zxid::new(2, 0));
+        assert_eq!(h.bytes(), 0);
     }
 
     #[test]

@@ -48,5 +48,5 @@ pub use entry::{Entry, Image, SharedEntry};
 pub use error::{DigestMismatch, ProposeError, ZabError};
 pub use leader::LearnerStatus;
 pub use message::{Message, Notification, PeerState, Vote};
-pub use zab::{Boot, Zab};
+pub use zab::{Boot, Zab, RETAINED_BYTES_MAX, RETAINED_ENTRIES_MAX};
 pub use zxid::Zxid;

@@ -83,6 +83,8 @@ pub struct Zab {
 /// The most delivered entries [`Zab::retain_after`] keeps; beyond it the oldest go as usual
 /// (and a diskless failure checkpoint writes a whole snapshot instead).
 pub const RETAINED_ENTRIES_MAX: usize = 50_000;
+/// ... and while the whole history takes at most this many bytes (by `Entry::approx_bytes`).
+pub const RETAINED_BYTES_MAX: usize = 128 << 20;
 
 impl Zab {
     pub fn new(config: Config, boot: Boot, now: Millis) -> Result<Zab, ZabError> {
@@ -511,12 +513,12 @@ impl Zab {
         }
         assert!(self.history.delivered() >= before);
         let keep = match self.retain_after {
-            Some(zxid) => self
+            Some(zxid) if self.history.bytes() <= RETAINED_BYTES_MAX => self
                 .history
                 .count_after(zxid)
                 .min(RETAINED_ENTRIES_MAX)
                 .max(self.config.committed_log_max),
-            None => self.config.committed_log_max,
+            _ => self.config.committed_log_max,
         };
         self.history.trim(keep);
     }

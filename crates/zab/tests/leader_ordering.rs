@@ -221,3 +221,32 @@ fn a_diskless_host_keeps_what_its_newest_snapshot_lacks_in_memory() {
         Some(11)
     );
 }
+
+#[test]
+fn retention_stops_at_its_byte_bound() {
+    use proto::txn::SetDataTxn;
+    let mut z = leader();
+    z.retain_after(Zxid::new(1, 0));
+    let big = vec![0u8; 1 << 20];
+    let n = (zab::RETAINED_BYTES_MAX >> 20) as u32 + 20;
+    for k in 0..n {
+        let zxid = z.next_zxid().unwrap();
+        let mut txn = noop(zxid);
+        txn.header.op_type = 5;
+        txn.body = TxnBody::SetData(SetDataTxn {
+            path: "/big".into(),
+            data: Some(big.clone()),
+            version: -1,
+        });
+        z.propose(100 + u64::from(k), txn, Some(1)).unwrap();
+        z.handle_message(100 + u64::from(k), 1, Message::Ack { zxid });
+        z.handle_log_durable(100 + u64::from(k), zxid);
+        z.poll_actions();
+    }
+    // Fewer than RETAINED_ENTRIES_MAX entries, but more bytes than allowed: the oldest went.
+    assert_eq!(z.entries_since(Zxid::new(1, 0)), None);
+    let kept = z
+        .entries_since(Zxid::new(1, n - 10))
+        .expect("the newest stay");
+    assert_eq!(kept.len(), 10);
+}
