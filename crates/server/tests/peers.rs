@@ -184,3 +184,41 @@ async fn a_peer_that_stops_reading_is_disconnected_not_buffered_without_bound() 
     };
     assert_eq!(down, PeerEvent::Down(2));
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_frame_still_being_made_keeps_its_place_and_an_abandoned_one_breaks_the_connection() {
+    let addrs: BTreeMap<u64, SocketAddr> = (1..=2).map(|s| (s, free_addr())).collect();
+    let (tx1, mut rx1) = mpsc::channel(1024);
+    let (tx2, mut rx2) = mpsc::channel(1024);
+    let t1 = Transport::start(config(1, &addrs, PEER_QUEUE_FRAMES), tx1)
+        .await
+        .expect("start");
+    let _t2 = Transport::start(config(2, &addrs, PEER_QUEUE_FRAMES), tx2)
+        .await
+        .expect("start");
+    all_up(&mut rx1, &[2]).await;
+    all_up(&mut rx2, &[1]).await;
+    let (made, later) = tokio::sync::oneshot::channel();
+    t1.send(2, b"first".to_vec());
+    t1.send_later(2, later);
+    t1.send(2, b"third".to_vec());
+    // Nothing after the pending frame overtakes it while it is being made.
+    assert_eq!(next(&mut rx2).await, PeerEvent::Frame(1, b"first".to_vec()));
+    assert!(
+        tokio::time::timeout(Duration::from_millis(200), rx2.recv())
+            .await
+            .is_err(),
+        "a frame overtook the one being made"
+    );
+    made.send(b"second".to_vec()).expect("send");
+    assert_eq!(
+        next(&mut rx2).await,
+        PeerEvent::Frame(1, b"second".to_vec())
+    );
+    assert_eq!(next(&mut rx2).await, PeerEvent::Frame(1, b"third".to_vec()));
+    // A frame whose maker gives up must not be skipped silently: the connection goes.
+    let (abandoned, later) = tokio::sync::oneshot::channel::<Vec<u8>>();
+    t1.send_later(2, later);
+    drop(abandoned);
+    assert_eq!(next(&mut rx2).await, PeerEvent::Down(1));
+}

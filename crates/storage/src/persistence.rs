@@ -455,7 +455,12 @@ impl Persistence {
     /// The tree as snapshot bytes, exactly at its last applied zxid (what a leader sends a
     /// learner that needs SNAP).
     pub fn snapshot_bytes(tree: &DataTree) -> Vec<u8> {
-        snapshot_file::encode_to_vec(&tree.freeze(), wall_ms())
+        Self::snapshot_bytes_of(&tree.freeze())
+    }
+
+    /// As [`Persistence::snapshot_bytes`], from a frozen copy (on any thread).
+    pub fn snapshot_bytes_of(frozen: &tree::TreeSnapshot) -> Vec<u8> {
+        snapshot_file::encode_to_vec(frozen, wall_ms())
     }
 
     /// Synchronous (Zab's SNAP): checks snapshot bytes received from the leader, stores them

@@ -10,7 +10,7 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 use tokio::io::{AsyncWriteExt, BufWriter};
 use tokio::net::{TcpListener, TcpStream};
-use tokio::sync::{mpsc, Notify};
+use tokio::sync::{mpsc, oneshot, Notify};
 
 /// Frames queued to one peer at most (then the connection is broken, see [`super`]).
 pub const PEER_QUEUE_FRAMES: usize = 16_384;
@@ -37,10 +37,17 @@ pub enum PeerEvent {
     Down(Sid),
 }
 
+/// One queued frame: ready, or still being made elsewhere (a snapshot being encoded). Frames
+/// after a pending one wait for it, so the peer sees them in the order they were queued.
+pub enum Outgoing {
+    Ready(Vec<u8>),
+    Pending(oneshot::Receiver<Vec<u8>>),
+}
+
 /// The live connection to one peer, if any.
 #[derive(Default)]
 struct Slot {
-    tx: Option<mpsc::Sender<Vec<u8>>>,
+    tx: Option<mpsc::Sender<Outgoing>>,
     close: Arc<Notify>,
 }
 
@@ -91,6 +98,17 @@ impl Transport {
     /// Queues a frame for `to`. Without a connection the frame is dropped (the host has been
     /// told the peer is down); if the queue is full the connection is broken.
     pub fn send(&self, to: Sid, frame: Vec<u8>) {
+        self.queue(to, Outgoing::Ready(frame));
+    }
+
+    /// Queues a frame that is still being made: it goes out when `frame` delivers it, and
+    /// everything queued after it waits. If the sender is dropped, the connection is broken
+    /// (the peer would otherwise miss a message).
+    pub fn send_later(&self, to: Sid, frame: oneshot::Receiver<Vec<u8>>) {
+        self.queue(to, Outgoing::Pending(frame));
+    }
+
+    fn queue(&self, to: Sid, frame: Outgoing) {
         let Some(slot) = self.slots.get(&to) else {
             tracing::warn!(
                 peer = to,
@@ -244,7 +262,7 @@ async fn dial_until_up(me: Sid, sid: Sid, addr: SocketAddr) -> TcpStream {
 async fn serve(
     sid: Sid,
     stream: TcpStream,
-    mut rx: mpsc::Receiver<Vec<u8>>,
+    mut rx: mpsc::Receiver<Outgoing>,
     close: &Notify,
     inbound: &mut mpsc::Receiver<TcpStream>,
     events: &mpsc::Sender<PeerEvent>,
@@ -252,7 +270,26 @@ async fn serve(
     let (mut read_half, write_half) = stream.into_split();
     let writer = async move {
         let mut w = BufWriter::with_capacity(64 << 10, write_half);
-        while let Some(frame) = rx.recv().await {
+        while let Some(outgoing) = rx.recv().await {
+            let frame = match outgoing {
+                Outgoing::Ready(frame) => frame,
+                Outgoing::Pending(made) => {
+                    // What is buffered goes out now, not after the wait.
+                    if w.flush().await.is_err() {
+                        return;
+                    }
+                    match made.await {
+                        Ok(frame) => frame,
+                        Err(_) => {
+                            tracing::warn!(
+                                peer = sid,
+                                "a frame being made was abandoned; breaking the connection"
+                            );
+                            return;
+                        }
+                    }
+                }
+            };
             if write_frame(&mut w, &frame).await.is_err() {
                 return;
             }

@@ -129,15 +129,29 @@ impl Core {
                     ));
                     return;
                 }
-                let started = std::time::Instant::now();
-                let image = Arc::new(Persistence::snapshot_bytes(&self.tree));
-                tracing::info!(peer = to, zxid = %zxid, bytes = image.len(), ms = started.elapsed().as_millis() as u64, "sending a snapshot (SNAP)");
+                // Encoded from a frozen copy on its own thread: at a million znodes that takes
+                // about a second, which the core task (and every client) must not wait for.
+                // The frame keeps its place in the peer's queue meanwhile.
+                let frozen = self.tree.freeze();
+                let (tx, rx) = tokio::sync::oneshot::channel();
+                let spawned = std::thread::Builder::new()
+                    .name("meerkat-snap-send".into())
+                    .spawn(move || {
+                        let started = std::time::Instant::now();
+                        let image = Arc::new(Persistence::snapshot_bytes_of(&frozen));
+                        let bytes = image.len();
+                        let _ = tx.send(codec::encode(&PeerMessage::Zab(Message::Snap {
+                            zxid,
+                            image,
+                        })));
+                        tracing::info!(peer = to, zxid = %zxid, bytes, ms = started.elapsed().as_millis() as u64, "sending a snapshot (SNAP)");
+                    });
+                if let Err(e) = spawned {
+                    // The dropped sender breaks the connection; the learner syncs again.
+                    tracing::error!(peer = to, error = %e, "could not start encoding a snapshot");
+                }
                 if let Some(replica) = self.replica() {
-                    send(
-                        replica,
-                        to,
-                        &PeerMessage::Zab(Message::Snap { zxid, image }),
-                    );
+                    replica.transport.send_later(to, rx);
                 }
             }
             Action::InstallSnapshot { zxid, image } => self.install_snapshot(zxid, &image),
