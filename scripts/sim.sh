@@ -8,7 +8,7 @@
 #   scripts/sim.sh --both ARGS...                          ARGS in durable mode, then diskless
 #
 # --snapshot-rest PERCENT (diskless) sets how long busy snapshots rest, as the server's
-# busySnapshotRest does (default 100; 0 = back to back).
+# busySnapshotRest does (default 300; 0 = back to back).
 # --diskless runs the servers in diskless mode (DESIGN.md §5) with the diskless host contract
 # and durability checks; its last line also reports the writes lost at whole-ensemble power
 # losses. --both runs the same arguments (seeds, or --all-bugs) in both modes and fails if

@@ -68,7 +68,7 @@ pub const DEFAULT_FSYNC_WARNING_THRESHOLD_MS: u64 = 1000;
 pub const DEFAULT_AUTOPURGE_SNAP_RETAIN_COUNT: u32 = 3;
 pub const DEFAULT_PURGE_TIME_MS: u64 = 60_000;
 pub const DEFAULT_NUMBER_TO_RETAIN: u32 = 3;
-pub const DEFAULT_BUSY_SNAPSHOT_REST_PERCENT: u32 = 100;
+pub const DEFAULT_BUSY_SNAPSHOT_REST_PERCENT: u32 = 300;
 
 /// Everything the server needs from its configuration.
 #[derive(Debug, Clone, PartialEq, Eq)]

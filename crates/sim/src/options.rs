@@ -61,7 +61,7 @@ pub struct SimOptions {
     pub snapshot_base_ms: Millis,
     pub snapshot_ms_per_1000_txns: Millis,
     /// Diskless: after a busy snapshot that took t ms, the next may start t × this / 100 ms
-    /// later (the server's `busySnapshotRest`, default 100; 0 is back to back).
+    /// later (the server's `busySnapshotRest`, default 300; 0 is back to back).
     pub snapshot_rest_percent: u64,
     /// Print a readable trace of every event.
     pub verbose: bool,
@@ -104,7 +104,7 @@ impl SimOptions {
             diskless: false,
             snapshot_base_ms: snap_rng.range(5, 150),
             snapshot_ms_per_1000_txns: snap_rng.range(5, 50),
-            snapshot_rest_percent: 100,
+            snapshot_rest_percent: 300,
             verbose: false,
         }
     }

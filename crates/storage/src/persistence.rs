@@ -42,9 +42,9 @@ pub struct PersistenceOptions {
     /// No transaction log: busy snapshots and failure checkpoints instead.
     pub diskless: bool,
     /// Diskless: after a busy snapshot that took t ms, the next waits t × this / 100 ms
-    /// (`busySnapshotRest`). 0 is the thesis's back-to-back snapshots (Alg. 4.1), a core per
-    /// server under steady writes; 100 caps snapshotting at half a core, and widens what a
-    /// whole-ensemble power loss can lose from about one snapshot's duration to about two.
+    /// (`busySnapshotRest`, server default 300). 0 is the thesis's back-to-back snapshots
+    /// (Alg. 4.1), a core per server under steady writes; 300 caps snapshotting at a quarter of
+    /// a core, and widens what a whole-ensemble power loss can lose (docs/durability.md).
     pub busy_snapshot_rest_percent: u32,
 }
 

@@ -34,7 +34,7 @@ diskless=true|false              false          no transaction log: replicas, bu
                                                 keep acknowledged writes (see docs/durability.md for what can be lost)
 PurgeTime=MS                     60000          diskless: interval between purges of old snapshots
 NumberToRetain=N                 3              diskless: snapshots kept by each purge; at least 1
-busySnapshotRest=PERCENT         100            diskless: after a busy snapshot of t ms, rest t × PERCENT/100 ms;
+busySnapshotRest=PERCENT         300            diskless: after a busy snapshot of t ms, rest t × PERCENT/100 ms;
                                                 0 = back to back (thesis), more = less CPU, a wider loss window
 preAllocSize=KB                * 65536          transaction log files grow in blocks of this size; 0 = no preallocation
 fsync.warningthresholdms=MS    * 1000           log a warning when an fsync takes longer

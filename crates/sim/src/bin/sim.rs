@@ -3,7 +3,7 @@
 //! ```text
 //! sim --seeds N [--first S] [--servers K] [--bug NAME] [--diskless]   run N seeds
 //! sim --seed S [--servers K] [--bug NAME] [--diskless]                 replay one seed
-//! (with --diskless, `--snapshot-rest PERCENT` sets the busy snapshots' rest; default 100)
+//! (with --diskless, `--snapshot-rest PERCENT` sets the busy snapshots' rest; default 300)
 //! ```
 //! `--diskless` runs the servers in diskless mode (DESIGN.md §5) under the diskless host
 //! contract (`sim::diskless`), and adds the durability checks of `sim::durability`; the summary
