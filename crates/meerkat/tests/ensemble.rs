@@ -265,6 +265,21 @@ impl Fixture {
         Ok(())
     }
 
+    /// Full-house elections won by the live members, from `mntr` (meerkat only).
+    async fn full_house_elections(&self) -> Result<u64> {
+        let mut total = 0;
+        for sid in self.ensemble.live_sids() {
+            total += self
+                .ensemble
+                .mntr(sid)
+                .await?
+                .get("zk_full_house_elections")
+                .and_then(|v| v.parse::<u64>().ok())
+                .ok_or_else(|| anyhow!("no zk_full_house_elections in mntr of {sid}"))?;
+        }
+        Ok(total)
+    }
+
     /// Runs the checkers on the history.
     fn check_history(&self) -> Result<()> {
         let records = self.history.records();
@@ -992,14 +1007,7 @@ async fn diskless_restarts(flavor: Flavor) -> Result<()> {
             f.note(&format!("after {step}: digest {}", first.trim()));
             if step == "both followers" {
                 // Two amnesiac voters and one whole: only a full house could elect.
-                let mut full_houses = 0;
-                for sid in f.ensemble.live_sids() {
-                    let mntr = f.ensemble.mntr(sid).await?;
-                    full_houses += mntr
-                        .get("zk_full_house_elections")
-                        .and_then(|v| v.parse::<u64>().ok())
-                        .ok_or_else(|| anyhow!("no zk_full_house_elections in mntr"))?;
-                }
+                let full_houses = f.full_house_elections().await?;
                 ensure!(
                     full_houses == 1,
                     "{full_houses} full-house elections, not 1"
@@ -1100,16 +1108,7 @@ async fn diskless_power_loss(flavor: Flavor) -> Result<()> {
                 acked.len()
             ));
         }
-        let mut full_houses = 0;
-        for sid in f.ensemble.live_sids() {
-            full_houses += f
-                .ensemble
-                .mntr(sid)
-                .await?
-                .get("zk_full_house_elections")
-                .and_then(|v| v.parse::<u64>().ok())
-                .ok_or_else(|| anyhow!("no zk_full_house_elections in mntr"))?;
-        }
+        let full_houses = f.full_house_elections().await?;
         ensure!(full_houses == 1, "{full_houses} full-house elections, not 1");
         Ok(())
     }

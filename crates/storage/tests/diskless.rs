@@ -42,6 +42,27 @@ fn wait_for_snapshots(p: &Persistence) {
     }
 }
 
+/// What a diskless server does with each transaction: hand it over (durable at once), apply
+/// it, and let persistence start a busy snapshot.
+fn write(p: &mut Persistence, tree: &mut DataTree, txns: &[proto::txn::Txn]) {
+    for txn in txns {
+        p.append(txn).unwrap();
+        tree.apply(txn, &mut Vec::new());
+        p.applied(tree);
+    }
+}
+
+/// Lets idle snapshots run until one covers `zxid`.
+fn snapshot_until(p: &mut Persistence, tree: &DataTree, zxid: i64) {
+    let deadline = Instant::now() + Duration::from_secs(10);
+    while p.snapshot_stats.last_zxid.load(Ordering::SeqCst) != zxid {
+        assert!(Instant::now() < deadline, "no snapshot reached {zxid:#x}");
+        p.idle(tree);
+        std::thread::sleep(Duration::from_millis(1));
+    }
+    wait_for_snapshots(p);
+}
+
 #[test]
 fn writes_leave_snapshots_and_epoch_files_only_never_a_log() {
     let fs = FaultyFs::new();
@@ -158,12 +179,8 @@ fn snapshots_carry_the_epoch_label_the_host_set_and_a_leaders_snap_its_zxids_epo
     let fs = FaultyFs::new();
     let (mut p, recovered, _) = open(&fs);
     let mut tree = recovered.tree;
-    for txn in &txns[..10] {
-        p.append(txn).unwrap();
-        tree.apply(txn, &mut Vec::new());
-        p.applied(&tree);
-        wait_for_snapshots(&p);
-    }
+    write(&mut p, &mut tree, &txns[..10]);
+    snapshot_until(&mut p, &tree, txns[9].header.zxid);
     p.close();
     let (mut p, recovered, _) = open(&fs);
     let zxid_epoch = (txns[9].header.zxid >> 32) as u32;
@@ -173,12 +190,8 @@ fn snapshots_carry_the_epoch_label_the_host_set_and_a_leaders_snap_its_zxids_epo
     );
     // The host says the state now holds epoch 7's initial history (Zab serves in epoch 7).
     p.set_epoch_label(zxid_epoch + 7);
-    for txn in &txns[10..20] {
-        p.append(txn).unwrap();
-        tree.apply(txn, &mut Vec::new());
-        p.applied(&tree);
-        wait_for_snapshots(&p);
-    }
+    write(&mut p, &mut tree, &txns[10..20]);
+    snapshot_until(&mut p, &tree, txns[19].header.zxid);
     p.close();
     let (mut p, recovered, _) = open(&fs);
     assert_eq!(recovered.epoch_label, zxid_epoch + 7);
@@ -221,23 +234,10 @@ fn writes_a_busy_snapshot_missed_are_snapshotted_when_the_server_is_idle() {
     let fs = FaultyFs::new();
     let (mut p, recovered, _) = open(&fs);
     let mut tree = recovered.tree;
-    for txn in &txns {
-        p.append(txn).unwrap();
-        tree.apply(txn, &mut Vec::new());
-        p.applied(&tree);
-    }
+    write(&mut p, &mut tree, &txns);
     // No more writes: only idle() can cover the ones applied while a snapshot ran.
     let last = tree.last_processed_zxid();
-    let deadline = Instant::now() + Duration::from_secs(10);
-    while p.snapshot_stats.last_zxid.load(Ordering::SeqCst) != last {
-        assert!(
-            Instant::now() < deadline,
-            "the last writes were never snapshotted"
-        );
-        p.idle(&tree);
-        std::thread::sleep(Duration::from_millis(1));
-    }
-    wait_for_snapshots(&p);
+    snapshot_until(&mut p, &tree, last);
     p.close();
     let (_, recovered, _) = open(&fs.crash_image(Tear::None));
     assert_eq!(recovered.tree.last_processed_zxid(), last);
@@ -271,19 +271,9 @@ fn a_checkpoint_extends_the_newest_snapshot_with_the_proposals_after_it_when_the
     let fs = FaultyFs::new();
     let (mut p, recovered, _) = open(&fs);
     let mut tree = recovered.tree;
-    for txn in &txns[..20] {
-        p.append(txn).unwrap();
-        tree.apply(txn, &mut Vec::new());
-        p.applied(&tree);
-    }
+    write(&mut p, &mut tree, &txns[..20]);
     let base = txns[19].header.zxid;
-    let deadline = Instant::now() + Duration::from_secs(10);
-    while p.snapshot_stats.last_zxid.load(Ordering::SeqCst) != base {
-        assert!(Instant::now() < deadline, "no snapshot at {base:#x}");
-        p.idle(&tree);
-        std::thread::sleep(Duration::from_millis(1));
-    }
-    wait_for_snapshots(&p);
+    snapshot_until(&mut p, &tree, base);
     // Applied without a snapshot since (the server was busy), then 5 acknowledged proposals.
     for txn in &txns[20..40] {
         tree.apply(txn, &mut Vec::new());
