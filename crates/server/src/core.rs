@@ -352,6 +352,10 @@ impl Core {
             tracing::warn!(conn, %peer, session = format!("0x{:x}", req.session_id), client_zxid = format!("0x{:x}", req.last_zxid_seen), our_zxid = format!("0x{:x}", self.last_zxid()),
                 "diskless: the client saw writes of an earlier epoch that this established ensemble does not hold (lost when every server that had them crashed); its session is expired");
             self.reply_expired(conn, req.read_only);
+            // Only the session's own client (it knows the password) may end it this way.
+            if req.session_id != 0 && req.passwd == session_password(req.session_id) {
+                self.end_session(req.session_id);
+            }
             return;
         }
         if req.last_zxid_seen > self.last_zxid() {

@@ -183,10 +183,20 @@ async fn current_epoch(addr: SocketAddr) -> i64 {
 
 /// A new session from a client that claims to have seen `zxid`.
 async fn connect_having_seen(addr: SocketAddr, zxid: i64) -> Result<proto::ConnectResponse, ()> {
+    reconnect_having_seen(addr, &new_session_request(), zxid).await
+}
+
+/// `session` (a connect request naming a session, or a new one) from a client that claims to
+/// have seen `zxid`.
+async fn reconnect_having_seen(
+    addr: SocketAddr,
+    session: &ConnectRequest,
+    zxid: i64,
+) -> Result<proto::ConnectResponse, ()> {
     let mut conn = Conn::open(addr).await;
     let request = ConnectRequest {
         last_zxid_seen: zxid,
-        ..new_session_request()
+        ..session.clone()
     };
     conn.handshake(&request).await.map_err(|_| ())
 }
@@ -681,6 +691,16 @@ async fn diskless_members_write_no_log_and_keep_every_acknowledged_write_through
         let mut writer = serving_session(ensemble.address(leader)).await;
         round += 1;
         acked.extend(write_many(&mut writer, &format!("/s{round}-"), 40).await);
+        // The writer's session and an ephemeral of it, for the lost-writes rule below.
+        if step == "both-followers" {
+            let eph = writer.send(&create("/lost-session-eph", b"", 1)).await;
+            assert_eq!(writer.reply_to(eph).await.header.err, 0);
+        }
+        let writer_session = writer.session.clone().map(|s| ConnectRequest {
+            session_id: s.session_id,
+            passwd: s.passwd,
+            ..new_session_request()
+        });
         drop(writer);
         let followers: Vec<usize> = all.iter().copied().filter(|&s| s != leader).collect();
         let victims: Vec<usize> = match step {
@@ -720,11 +740,31 @@ async fn diskless_members_write_no_log_and_keep_every_acknowledged_write_through
             // it only claims to): its session is expired rather than refused forever. One
             // that saw more of the current epoch is only ahead of this member, and is refused
             // as in durable mode.
+            // The session named is ended at once, its ephemeral with it (the client was told
+            // it expired), not at its 30 s timeout; it reconnects through a follower, which
+            // asks the leader.
             let epoch = current_epoch(ensemble.address(leader)).await;
-            let expired = connect_having_seen(ensemble.address(leader), far_zxid(epoch - 1))
-                .await
-                .expect("an answer, not a closed connection");
+            let session = writer_session.expect("the writer had a session");
+            let expired = reconnect_having_seen(
+                ensemble.address(followers[0]),
+                &session,
+                far_zxid(epoch - 1),
+            )
+            .await
+            .expect("an answer, not a closed connection");
             assert_eq!((expired.timeout_ms, expired.session_id), (0, 0), "expired");
+            let mut reader = serving_session(ensemble.address(followers[1])).await;
+            let deadline = Instant::now() + Duration::from_secs(10);
+            while read_after_sync(&mut reader, "/lost-session-eph")
+                .await
+                .is_ok()
+            {
+                assert!(
+                    Instant::now() < deadline,
+                    "the expired session's ephemeral outlived it"
+                );
+                tokio::time::sleep(Duration::from_millis(20)).await;
+            }
             assert!(
                 connect_having_seen(ensemble.address(leader), far_zxid(epoch))
                     .await

@@ -316,6 +316,9 @@ fn host_examples() -> Vec<HostMessage> {
             zxid: 0,
             digest: u64::MAX,
         },
+        HostMessage::EndSession {
+            session_id: i64::MIN,
+        },
     ]
 }
 
@@ -352,7 +355,7 @@ fn the_examples_cover_every_tag() {
     let kinds: std::collections::BTreeSet<_> = examples().iter().map(kind).collect();
     let tags: std::collections::BTreeSet<_> = (0..=u8::MAX).filter_map(tag::name).collect();
     assert_eq!(kinds, tags);
-    assert_eq!(tags.len(), 20);
+    assert_eq!(tags.len(), 21);
 }
 
 #[test]

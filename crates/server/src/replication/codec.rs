@@ -95,6 +95,8 @@ pub mod tag {
     pub const REVALIDATED: u8 = 0x45;
     /// zxid i64, digest i64.
     pub const DIGEST_AT: u8 = 0x46;
+    /// session i64.
+    pub const END_SESSION: u8 = 0x47;
 
     /// The message kind a tag names (as `Message::kind` / `HostMessage::kind` spell it), or
     /// `None` for a byte that is no tag.
@@ -120,6 +122,7 @@ pub mod tag {
             REVALIDATE => "REVALIDATE",
             REVALIDATED => "REVALIDATED",
             DIGEST_AT => "DIGESTAT",
+            END_SESSION => "ENDSESSION",
             _ => return None,
         })
     }
@@ -392,6 +395,7 @@ fn host_tag(msg: &HostMessage) -> u8 {
         HostMessage::Revalidate { .. } => tag::REVALIDATE,
         HostMessage::Revalidated { .. } => tag::REVALIDATED,
         HostMessage::DigestAt { .. } => tag::DIGEST_AT,
+        HostMessage::EndSession { .. } => tag::END_SESSION,
     }
 }
 
@@ -433,6 +437,7 @@ fn write_host_fields(w: &mut Writer, msg: &HostMessage) {
             w.write_i64(*zxid);
             write_u64(w, *digest);
         }
+        HostMessage::EndSession { session_id } => w.write_i64(*session_id),
     }
 }
 
@@ -458,6 +463,9 @@ fn decode_host(tag: u8, r: &mut Reader<'_>) -> Result<Option<HostMessage>, Decod
         tag::DIGEST_AT => HostMessage::DigestAt {
             zxid: r.read_i64()?,
             digest: read_u64(r)?,
+        },
+        tag::END_SESSION => HostMessage::EndSession {
+            session_id: r.read_i64()?,
         },
         _ => return Ok(None),
     };

@@ -37,6 +37,10 @@ pub enum HostMessage {
     Revalidated { session_id: i64, timeout_ms: i32 },
     /// The leader's tree digest after applying everything up to `zxid` (leader → learner).
     DigestAt { zxid: i64, digest: u64 },
+    /// Diskless: a client of the learner saw writes the ensemble lost and was told its session
+    /// expired; the leader ends the session now, ephemerals included, rather than at its
+    /// timeout (learner → leader).
+    EndSession { session_id: i64 },
 }
 
 impl HostMessage {
@@ -49,6 +53,7 @@ impl HostMessage {
             HostMessage::Revalidate { .. } => "REVALIDATE",
             HostMessage::Revalidated { .. } => "REVALIDATED",
             HostMessage::DigestAt { .. } => "DIGESTAT",
+            HostMessage::EndSession { .. } => "ENDSESSION",
         }
     }
 }

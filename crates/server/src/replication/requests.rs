@@ -331,6 +331,34 @@ impl Core {
     }
 
     /// The leader expires sessions; learners only report activity.
+    /// Diskless: ends a session whose client saw lost writes (see `Core::saw_lost_writes`), on
+    /// the leader, which proposes its close; a learner asks its leader to.
+    pub(crate) fn end_session(&mut self, session_id: i64) {
+        let Some(replica) = self.replica() else {
+            return;
+        };
+        if !replica.serving || !self.tree.sessions().contains_key(&session_id) {
+            return;
+        }
+        let Some(replica) = self.replica() else {
+            return;
+        };
+        match replica.remote_leader() {
+            Some(leader) => send(
+                replica,
+                leader,
+                &PeerMessage::Host(HostMessage::EndSession { session_id }),
+            ),
+            None => {
+                tracing::info!(
+                    session = format!("0x{session_id:x}"),
+                    "ending a session whose client saw lost writes"
+                );
+                self.submit_work(Work::Expire { session_id });
+            }
+        }
+    }
+
     pub(crate) fn ensemble_expire(&mut self, expired: Vec<i64>) {
         for session_id in expired {
             tracing::info!(session = format!("0x{session_id:x}"), "expiring session");
@@ -425,6 +453,7 @@ impl Core {
             HostMessage::DigestAt { zxid, digest } if from_leader => {
                 self.on_digest_at(zxid, digest)
             }
+            HostMessage::EndSession { session_id } if leading => self.end_session(session_id),
             other => tracing::debug!(
                 peer,
                 kind = other.kind(),
