@@ -26,6 +26,9 @@ struct Shared {
     accepted: std::sync::atomic::AtomicUsize,
     /// Bytes from clients dropped while silenced (how a test knows its requests were sent).
     silenced_request_bytes: std::sync::atomic::AtomicUsize,
+    /// Bytes from servers dropped while silenced, in the order read (how a test knows a
+    /// notification reached the proxy and was lost, rather than still being on its way).
+    silenced_replies: Mutex<Vec<u8>>,
 }
 
 impl FaultProxy {
@@ -41,6 +44,7 @@ impl FaultProxy {
             first_bytes: Mutex::new(Vec::new()),
             accepted: Default::default(),
             silenced_request_bytes: Default::default(),
+            silenced_replies: Default::default(),
         });
         let accept_shared = shared.clone();
         tokio::spawn(async move {
@@ -122,11 +126,21 @@ impl FaultProxy {
         self.shared.silenced_request_bytes.load(Ordering::SeqCst)
     }
 
+    /// Whether the server's bytes dropped while silenced hold `needle` (say, the header of a
+    /// notification with a known zxid).
+    pub fn silenced_replies_contain(&self, needle: &[u8]) -> bool {
+        let dropped = self.shared.silenced_replies.lock().unwrap();
+        dropped.windows(needle.len()).any(|window| window == needle)
+    }
+
     /// Connections accepted so far.
     pub fn accepted(&self) -> usize {
         self.shared.accepted.load(Ordering::SeqCst)
     }
 }
+
+/// The most bytes of dropped replies kept for `silenced_replies_contain`.
+const SILENCED_REPLIES_LIMIT: usize = 16 * 1024 * 1024;
 
 async fn pump(
     mut from: tokio::net::tcp::OwnedReadHalf,
@@ -149,7 +163,13 @@ async fn pump(
         if shared.silent.load(Ordering::SeqCst)
             || (is_reply && shared.replies_silent.load(Ordering::SeqCst))
         {
-            if !is_reply && shared.silent.load(Ordering::SeqCst) {
+            if is_reply {
+                let mut dropped = shared.silenced_replies.lock().unwrap();
+                // A test's silences are short; the cap only keeps a runaway one bounded.
+                if dropped.len() + n <= SILENCED_REPLIES_LIMIT {
+                    dropped.extend_from_slice(&buf[..n]);
+                }
+            } else if shared.silent.load(Ordering::SeqCst) {
                 shared.silenced_request_bytes.fetch_add(n, Ordering::SeqCst);
             }
             continue;

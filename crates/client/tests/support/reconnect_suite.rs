@@ -129,7 +129,17 @@ pub async fn cut_with_requests_in_flight(server: std::net::SocketAddr) {
     })
     .await;
     // 3. A change while the client cannot hear: replayed by setWatches after reconnecting.
-    other.set_data(&p, b"while away", -1).await.unwrap();
+    let away = other.set_data(&p, b"while away", -1).await.unwrap();
+    // Its notification to `zk` (xid -1, then its zxid) is sent after `other`'s answer; wait
+    // until the proxy has dropped it, or lifting the silence could let it through live.
+    let notification: Vec<u8> =
+        [(-1i32).to_be_bytes().as_slice(), &away.mzxid.to_be_bytes()].concat();
+    within("the change's notification to be dropped", async {
+        while !proxy.silenced_replies_contain(&notification) {
+            tokio::time::sleep(Duration::from_millis(5)).await;
+        }
+    })
+    .await;
     proxy.silence(false);
     proxy.silence_replies(false);
     proxy.cut();
