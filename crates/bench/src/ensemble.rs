@@ -90,18 +90,12 @@ impl Topology {
         Ok(Topology { members })
     }
 
-    /// `servers` members on ports the kernel says are free now (for the bench, which needs no
-    /// stable numbers).
+    /// `servers` members on ports that are free now, outside the kernel's ephemeral range so
+    /// that the members' own connections to each other cannot take them before they bind (for
+    /// the bench, which needs no stable numbers).
     pub fn on_free_ports(servers: usize) -> anyhow::Result<Topology> {
         check_sizes(servers, 0)?;
-        // Hold every listener until all ports are chosen, so no port is handed out twice.
-        let listeners = (0..servers * 3)
-            .map(|_| TcpListener::bind("127.0.0.1:0"))
-            .collect::<Result<Vec<_>, _>>()?;
-        let ports = listeners
-            .iter()
-            .map(|l| l.local_addr().map(|a| a.port()))
-            .collect::<Result<Vec<_>, _>>()?;
+        let (ports, _hold) = ports::free_ports(servers * 3)?;
         let members = ports
             .chunks(3)
             .enumerate()

@@ -27,11 +27,17 @@ fn text(output: &Output) -> String {
     )
 }
 
-/// A base port whose client, quorum and election ports are all free now.
+/// A base port whose client, quorum and election ports are all free now, all below the kernel's
+/// ephemeral range (where the members' connections to each other could take one first).
 fn free_base_port() -> u16 {
     let seed = u64::from(std::process::id()) * 7919;
+    let top = ports::ephemeral_range()
+        .start()
+        .saturating_sub(bench::ensemble::ELECTION_PORT_OFFSET + SERVERS as u16);
+    assert!(top > 12_000, "the ephemeral range leaves too few low ports");
+    let window = u64::from(top - 10_000);
     for attempt in 0..200u64 {
-        let base = 20_000 + ((seed + attempt * 613) % 40_000) as u16;
+        let base = 10_000 + ((seed + attempt * 613) % window) as u16;
         let topology = bench::ensemble::Topology::from_base(SERVERS, 0, base);
         if topology.is_ok_and(|t| t.ports_in_use().is_empty()) {
             return base;

@@ -9,7 +9,7 @@ mod support;
 
 use proto::response::Response;
 use proto::OpCode;
-use std::net::{SocketAddr, TcpListener};
+use std::net::SocketAddr;
 use std::path::Path;
 use std::process::{Child, Command, Stdio};
 use std::sync::{Arc, Mutex};
@@ -24,11 +24,7 @@ const KILLS: usize = 3;
 type Acked = Arc<Mutex<Vec<(String, Vec<u8>)>>>;
 
 fn free_port() -> u16 {
-    TcpListener::bind("127.0.0.1:0")
-        .expect("bind")
-        .local_addr()
-        .expect("addr")
-        .port()
+    ports::free_port().expect("a free port")
 }
 
 /// The server process; killed with SIGKILL if the test ends early.

@@ -12,7 +12,7 @@ use proto::response::Response;
 use proto::{ConnectRequest, ErrorCode, OpCode, PathRecord};
 use server::config::ServerConfig;
 use server::RunningServer;
-use std::net::{SocketAddr, TcpListener};
+use std::net::SocketAddr;
 use std::path::PathBuf;
 use std::time::{Duration, Instant};
 use support::*;
@@ -31,11 +31,7 @@ fn init_logs() {
 }
 
 fn free_port() -> u16 {
-    TcpListener::bind("127.0.0.1:0")
-        .unwrap()
-        .local_addr()
-        .unwrap()
-        .port()
+    ports::free_port().expect("a free port")
 }
 
 /// The configuration of an ensemble of `n` members on loopback, one data dir each.

@@ -4,7 +4,7 @@
 
 use server::peers::{PeerEvent, Transport, TransportConfig, PEER_QUEUE_FRAMES};
 use std::collections::BTreeMap;
-use std::net::{SocketAddr, TcpListener};
+use std::net::SocketAddr;
 use std::time::Duration;
 use tokio::io::AsyncWriteExt;
 use tokio::sync::mpsc;
@@ -12,10 +12,7 @@ use tokio::sync::mpsc;
 const WAIT: Duration = Duration::from_secs(10);
 
 fn free_addr() -> SocketAddr {
-    TcpListener::bind("127.0.0.1:0")
-        .expect("bind")
-        .local_addr()
-        .expect("addr")
+    SocketAddr::from(([127, 0, 0, 1], ports::free_port().expect("a free port")))
 }
 
 fn config(me: u64, addrs: &BTreeMap<u64, SocketAddr>, queue_frames: usize) -> TransportConfig {

@@ -3,7 +3,7 @@
 //! so the guard kills it by its pid on drop, panics included.
 
 use std::io::{Read, Write};
-use std::net::{SocketAddr, TcpListener, TcpStream};
+use std::net::{SocketAddr, TcpStream};
 use std::path::PathBuf;
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
@@ -19,8 +19,7 @@ fn script() -> PathBuf {
 }
 
 fn free_port() -> u16 {
-    let listener = TcpListener::bind("127.0.0.1:0").expect("bind");
-    listener.local_addr().expect("addr").port()
+    ports::free_port().expect("a free port")
 }
 
 impl ZooKeeper {

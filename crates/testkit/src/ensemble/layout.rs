@@ -3,7 +3,7 @@
 
 use crate::proxy::{FirstBytesRewriter, Proxy, Rewrite};
 use std::collections::BTreeMap;
-use std::net::{SocketAddr, TcpListener};
+use std::net::SocketAddr;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
@@ -31,25 +31,9 @@ impl Link {
 /// Directed links, keyed by (from, to).
 pub type Links = BTreeMap<(u32, u32), Link>;
 
-/// Free loopback ports, held (bound, never accepting) until dropped so that nothing else on this
-/// machine that binds port 0 (the proxies, for one) is given them meanwhile. Drop the hold just
-/// before the servers start; another process could still take a port in between, which the
-/// server's log then shows as a bind failure.
-pub struct PortHold {
-    _sockets: Vec<TcpListener>,
-}
-
-/// `count` distinct free loopback ports.
-pub fn free_ports(count: usize) -> std::io::Result<(Vec<u16>, PortHold)> {
-    let sockets = (0..count)
-        .map(|_| TcpListener::bind("127.0.0.1:0"))
-        .collect::<std::io::Result<Vec<_>>>()?;
-    let ports = sockets
-        .iter()
-        .map(|l| l.local_addr().map(|a| a.port()))
-        .collect::<std::io::Result<Vec<_>>>()?;
-    Ok((ports, PortHold { _sockets: sockets }))
-}
+/// Free loopback ports outside the kernel's ephemeral range, held until dropped: drop the hold
+/// just before the servers start (see the `ports` crate for why not port 0).
+pub use ports::{free_ports, PortHold};
 
 /// Member ports for servers 1..=count, from 3 × count free ports.
 pub fn member_ports(count: usize) -> std::io::Result<(Vec<Ports>, PortHold)> {

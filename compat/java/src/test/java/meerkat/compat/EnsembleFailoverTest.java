@@ -140,10 +140,10 @@ class EnsembleFailoverTest {
         private void launch(Flavor flavor) throws IOException {
             StringBuilder lines = new StringBuilder();
             for (int i = 1; i <= SERVERS; i++) {
-                int client = ServerProcess.freePort();
+                int client = FreePorts.next();
                 clientPorts.add(client);
-                lines.append("server.").append(i).append("=127.0.0.1:").append(ServerProcess.freePort())
-                        .append(':').append(ServerProcess.freePort()).append(";127.0.0.1:").append(client).append('\n');
+                lines.append("server.").append(i).append("=127.0.0.1:").append(FreePorts.next())
+                        .append(':').append(FreePorts.next()).append(";127.0.0.1:").append(client).append('\n');
             }
             Path base = Files.createDirectories(Paths.get("target", "compat-servers"));
             Path dir = Files.createTempDirectory(base, "ensemble-" + flavor.name().toLowerCase() + "-").toAbsolutePath();

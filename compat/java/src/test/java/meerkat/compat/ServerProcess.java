@@ -3,7 +3,6 @@ package meerkat.compat;
 import java.io.IOException;
 import java.io.UncheckedIOException;
 import java.net.InetSocketAddress;
-import java.net.ServerSocket;
 import java.net.Socket;
 import java.nio.charset.StandardCharsets;
 import java.nio.file.Files;
@@ -54,7 +53,7 @@ final class ServerProcess implements AutoCloseable {
 
     /** Starts Apache ZooKeeper 3.9.3 from this JVM's class path. */
     static ServerProcess startZooKeeper(String name, Map<String, String> overrides) throws IOException {
-        int port = freePort();
+        int port = FreePorts.next();
         Path dir = newWorkDir(name);
         Path cfg = writeZooCfg(dir, port, overrides);
         List<String> cmd = new ArrayList<>();
@@ -79,7 +78,7 @@ final class ServerProcess implements AutoCloseable {
             throw new IOException("meerkat binary " + bin.toAbsolutePath() + " does not exist or is not executable"
                     + " (build it with `cargo build -p meerkat`)");
         }
-        int port = freePort();
+        int port = FreePorts.next();
         Path dir = newWorkDir(name);
         Path cfg = writeZooCfg(dir, port, overrides);
         List<String> cmd = List.of(bin.toAbsolutePath().toString(), "server", cfg.toString());
@@ -155,15 +154,6 @@ final class ServerProcess implements AutoCloseable {
     private static Path newWorkDir(String name) throws IOException {
         Path base = Files.createDirectories(Paths.get("target", "compat-servers"));
         return Files.createTempDirectory(base, name + "-").toAbsolutePath();
-    }
-
-    /** Bind port 0 on loopback, read the port, release it. */
-    static int freePort() throws IOException {
-        try (ServerSocket s = new ServerSocket()) {
-            s.setReuseAddress(true);
-            s.bind(new InetSocketAddress("127.0.0.1", 0));
-            return s.getLocalPort();
-        }
     }
 
     /**
