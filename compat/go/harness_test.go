@@ -162,14 +162,41 @@ znode.container.checkIntervalMs=500
 	return s, nil
 }
 
-// freePort asks the kernel for an unused loopback port.
+// freePort finds an unused loopback port below the kernel's ephemeral range.
+// A port from Listen(":0") is an ephemeral one, which any outgoing connection
+// may be given between our release and the server's bind; the Rust tests and
+// the Java suite follow the same rule (crates/ports).
 func freePort() (int, error) {
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		return 0, err
+	const portMin = 10000
+	top := ephemeralStart()
+	if top-portMin < 1000 {
+		return 0, fmt.Errorf("the ephemeral range starts at %d: too few ports below it", top)
 	}
-	defer ln.Close()
-	return ln.Addr().(*net.TCPAddr).Port, nil
+	start := int(time.Now().UnixNano() % int64(top-portMin))
+	for i := 0; i < top-portMin; i++ {
+		port := portMin + (start+i)%(top-portMin)
+		ln, err := net.Listen("tcp", fmt.Sprintf("127.0.0.1:%d", port))
+		if err != nil {
+			continue
+		}
+		ln.Close()
+		return port, nil
+	}
+	return 0, fmt.Errorf("no free loopback port between %d and %d", portMin, top)
+}
+
+// ephemeralStart is the first port of net.ipv4.ip_local_port_range, or Linux's
+// default when it cannot be read.
+func ephemeralStart() int {
+	text, err := os.ReadFile("/proc/sys/net/ipv4/ip_local_port_range")
+	if err != nil {
+		return 32768
+	}
+	var low, high int
+	if _, err := fmt.Sscan(string(text), &low, &high); err != nil || low > high {
+		return 32768
+	}
+	return low
 }
 
 // waitReady polls until the server answers ruok with imok or, for a
