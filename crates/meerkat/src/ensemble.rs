@@ -15,7 +15,7 @@
 use bench::ensemble::{self as local, Record, RecordedServer, Srvr, Topology};
 use clap::Subcommand;
 use std::path::{Path, PathBuf};
-use std::process::{Command, Stdio};
+use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
 /// How long `up` waits for every server to serve.
@@ -130,6 +130,9 @@ fn up(
         program: program.clone(),
         servers: Vec::new(),
     };
+    // `up` is the servers' parent until it exits: it judges them by these handles, not by
+    // /proc (see `wait_serving`).
+    let mut children = Vec::new();
     for member in &topology.members {
         let home = dir.join(format!("server-{}", member.id));
         let extra = if diskless {
@@ -139,23 +142,30 @@ fn up(
         };
         let config = topology.write_member(member, &home, &home, &extra)?;
         let log = home.join("server.log");
-        let pid = spawn_detached(&program, &config, &log)?;
+        let child = match spawn_detached(&program, &config, &log) {
+            Ok(child) => child,
+            Err(e) => {
+                stop_children(&mut children);
+                let _ = std::fs::remove_file(record_path(&dir));
+                return Err(e);
+            }
+        };
         record.servers.push(RecordedServer {
             member: member.clone(),
-            pid,
+            pid: child.id(),
             config,
             log,
         });
+        children.push(child);
         // Written after every start, so `down` finds whatever did start if a later one fails.
         std::fs::write(record_path(&dir), record.to_json()?)?;
     }
-    let states = match wait_serving(&record) {
+    let states = match wait_serving(&record, &mut children) {
         Ok(states) => states,
         Err(e) => {
-            eprintln!("meerkat ensemble: {e:#}; stopping what was started (logs are kept)");
-            stop(&record);
+            stop_children(&mut children);
             let _ = std::fs::remove_file(record_path(&dir));
-            return Err(e);
+            return Err(e.context("stopped the servers it started (their logs are kept)"));
         }
     };
     for (server, state) in record.servers.iter().zip(&states) {
@@ -172,8 +182,8 @@ fn up(
 }
 
 /// Starts `meerkat server CONFIG` in its own process group with stdout and stderr in `log`,
-/// and returns its pid without waiting for it.
-fn spawn_detached(program: &Path, config: &Path, log: &Path) -> anyhow::Result<u32> {
+/// and returns its handle without waiting for it.
+fn spawn_detached(program: &Path, config: &Path, log: &Path) -> anyhow::Result<Child> {
     use std::os::unix::process::CommandExt;
     let out = std::fs::OpenOptions::new()
         .create(true)
@@ -189,23 +199,29 @@ fn spawn_detached(program: &Path, config: &Path, log: &Path) -> anyhow::Result<u
         .spawn()
         .map_err(|e| anyhow::anyhow!("cannot start {}: {e}", program.display()))?;
     // Dropping the handle neither waits nor kills; init reaps the server once `up` exits.
-    Ok(child.id())
+    Ok(child)
 }
 
 /// Waits until every recorded server answers `srvr` as serving; fails at once if one exits.
-fn wait_serving(record: &Record) -> anyhow::Result<Vec<Srvr>> {
+///
+/// Whether a server still runs comes from its parent's view (`try_wait`), not from
+/// `/proc/PID/cmdline` as for `down`: right after `spawn` returns, a child can still be inside
+/// `execve` with an empty command line, which once made `up` take a starting server for a dead
+/// one (seen in CI).
+fn wait_serving(record: &Record, children: &mut [Child]) -> anyhow::Result<Vec<Srvr>> {
     let started = Instant::now();
     loop {
         let mut states = Vec::new();
-        for server in &record.servers {
-            anyhow::ensure!(
-                runs(server),
-                "server {} (pid {}) exited; its log {} ends with:\n{}",
-                server.member.id,
-                server.pid,
-                server.log.display(),
-                log_tail(&server.log)
-            );
+        for (server, child) in record.servers.iter().zip(children.iter_mut()) {
+            if let Some(status) = child.try_wait()? {
+                anyhow::bail!(
+                    "server {} (pid {}) exited ({status}); its log {} ends with:\n{}",
+                    server.member.id,
+                    server.pid,
+                    server.log.display(),
+                    log_tail(&server.log)
+                );
+            }
             states.extend(local::srvr(server.member.client_addr()));
         }
         if states.len() == record.servers.len() {
@@ -318,6 +334,29 @@ fn down(dir: &Path) -> anyhow::Result<()> {
         dir.display()
     );
     Ok(())
+}
+
+/// What `up` does when a server fails to start: SIGTERM to every server it started that still
+/// runs, SIGKILL to those left after [`DOWN_WAIT`]; every one is reaped.
+fn stop_children(children: &mut [Child]) {
+    let running = |children: &mut [Child]| -> Vec<usize> {
+        let exited = |child: &mut Child| !matches!(child.try_wait(), Ok(None));
+        (0..children.len())
+            .filter(|&i| !exited(&mut children[i]))
+            .collect()
+    };
+    for i in running(children) {
+        signal(children[i].id(), "TERM");
+    }
+    let started = Instant::now();
+    while !running(children).is_empty() && started.elapsed() < DOWN_WAIT {
+        std::thread::sleep(POLL);
+    }
+    for i in running(children) {
+        // SIGKILL through the handle, then reap: the child is ours, its pid cannot be reused.
+        let _ = children[i].kill();
+        let _ = children[i].wait();
+    }
 }
 
 /// SIGTERM to every recorded server that still runs, SIGKILL to those left after

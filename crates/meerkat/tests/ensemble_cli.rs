@@ -1,10 +1,12 @@
 //! `meerkat ensemble` end to end: `up -n 3` starts three real server processes that elect one
 //! leader, a write through one server is read on another, and `down` leaves none of the
-//! recorded processes running. Every wait is bounded.
+//! recorded processes running; a server that cannot start makes `up` fail, naming it, and stop
+//! the others. Every wait is bounded.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
+use std::net::TcpStream;
 use std::path::{Path, PathBuf};
-use std::process::{Command, Output};
+use std::process::{Child, Command, Output, Stdio};
 use std::time::{Duration, Instant};
 
 const SERVERS: usize = 3;
@@ -30,7 +32,10 @@ fn text(output: &Output) -> String {
 /// A base port whose client, quorum and election ports are all free now, all below the kernel's
 /// ephemeral range (where the members' connections to each other could take one first).
 fn free_base_port() -> u16 {
-    let seed = u64::from(std::process::id()) * 7919;
+    // Tests in this binary run at once: each call starts elsewhere.
+    static CALLS: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
+    let call = CALLS.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+    let seed = u64::from(std::process::id()) * 7919 + call * 4099;
     let top = ports::ephemeral_range()
         .start()
         .saturating_sub(bench::ensemble::ELECTION_PORT_OFFSET + SERVERS as u16);
@@ -151,4 +156,81 @@ async fn write_then_read_elsewhere(base: u16) {
     assert_eq!(data, b"through server 1");
     writer.close().await;
     reader.close().await;
+}
+
+/// A standalone server holding `data_dir`'s lock; SIGKILLed (by its pid) when dropped.
+struct LockHolder(Child);
+
+impl LockHolder {
+    fn start(data_dir: &Path, config_dir: &Path) -> LockHolder {
+        let port = ports::free_port().expect("a free port");
+        std::fs::create_dir_all(data_dir).unwrap();
+        std::fs::create_dir_all(config_dir).unwrap();
+        let config = config_dir.join("holder.cfg");
+        std::fs::write(
+            &config,
+            format!("dataDir={}\nclientPort={port}\n", data_dir.display()),
+        )
+        .unwrap();
+        let child = Command::new(env!("CARGO_BIN_EXE_meerkat"))
+            .arg("server")
+            .arg(&config)
+            .stdin(Stdio::null())
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .spawn()
+            .expect("start the lock holder");
+        let holder = LockHolder(child);
+        // Serving means it has taken the data dir's lock.
+        let deadline = Instant::now() + Duration::from_secs(30);
+        while TcpStream::connect(("127.0.0.1", port)).is_err() {
+            assert!(Instant::now() < deadline, "the lock holder never served");
+            std::thread::sleep(Duration::from_millis(20));
+        }
+        holder
+    }
+}
+
+impl Drop for LockHolder {
+    fn drop(&mut self) {
+        let _ = self.0.kill();
+        let _ = self.0.wait();
+    }
+}
+
+#[test]
+fn up_names_a_server_that_cannot_start_and_stops_the_others() {
+    let tmp = tempfile::tempdir().unwrap();
+    let dir = tmp.path().join("ens");
+    let _down = Down(dir.clone());
+    // Server 3's data dir is locked by another server, so server 3 exits at start-up.
+    let _holder = LockHolder::start(&dir.join("server-3"), tmp.path());
+    let base = free_base_port();
+    let up = meerkat(
+        &[
+            "ensemble",
+            "up",
+            "-n",
+            "3",
+            "--base-port",
+            &base.to_string(),
+        ],
+        &dir,
+    );
+    assert!(!up.status.success(), "up succeeded: {}", text(&up));
+    let stderr = String::from_utf8_lossy(&up.stderr);
+    assert!(
+        stderr.contains("server 3 (pid ") && stderr.contains("exited (exit status: 1)"),
+        "{}",
+        text(&up)
+    );
+    assert!(!dir.join("ensemble.json").exists(), "nothing recorded");
+    // `up` reaped what it started before it returned: the others' client ports are closed.
+    for port in [base, base + 1] {
+        assert!(
+            TcpStream::connect(("127.0.0.1", port)).is_err(),
+            "a server on {port} still runs: {}",
+            text(&up)
+        );
+    }
 }
