@@ -142,14 +142,7 @@ fn up(
         };
         let config = topology.write_member(member, &home, &home, &extra)?;
         let log = home.join("server.log");
-        let child = match spawn_detached(&program, &config, &log) {
-            Ok(child) => child,
-            Err(e) => {
-                stop_children(&mut children);
-                let _ = std::fs::remove_file(record_path(&dir));
-                return Err(e);
-            }
-        };
+        let child = spawn_detached(&program, &config, &log)?;
         record.servers.push(RecordedServer {
             member: member.clone(),
             pid: child.id(),
@@ -339,10 +332,10 @@ fn down(dir: &Path) -> anyhow::Result<()> {
 /// What `up` does when a server fails to start: SIGTERM to every server it started that still
 /// runs, SIGKILL to those left after [`DOWN_WAIT`]; every one is reaped.
 fn stop_children(children: &mut [Child]) {
+    // A child whose state cannot be read is treated as gone: nothing more can be done with it.
     let running = |children: &mut [Child]| -> Vec<usize> {
-        let exited = |child: &mut Child| !matches!(child.try_wait(), Ok(None));
         (0..children.len())
-            .filter(|&i| !exited(&mut children[i]))
+            .filter(|&i| matches!(children[i].try_wait(), Ok(None)))
             .collect()
     };
     for i in running(children) {
