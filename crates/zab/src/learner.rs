@@ -187,6 +187,13 @@ impl Zab {
     }
 
     fn learner_start_sync(&mut self, now: Millis, mode: SyncMode, after: Zxid) {
+        // A DIFF streams what follows the learner's last zxid; from any other point the
+        // stream would leave a hole or overlap (a peer's bug or a damaged frame, not ours to
+        // die of): leave the leader and sync again.
+        if matches!(mode, SyncMode::Diff) && after != self.history.last() {
+            self.learner_abort(now, "DIFF from another point than this server's last zxid");
+            return;
+        }
         if let SyncMode::Trunc(to) = mode {
             // Committed state is never truncated; a leader asking for it is broken.
             if to < self.history.delivered() || to < self.history.base() {
@@ -235,7 +242,10 @@ impl Zab {
         };
         match buf.mode {
             SyncMode::Diff => {
-                assert_eq!(buf.after, self.history.last(), "DIFF from another point");
+                if buf.after != self.history.last() {
+                    self.learner_abort(now, "DIFF from another point than this server's last zxid");
+                    return;
+                }
             }
             SyncMode::Trunc(to) => {
                 #[allow(unused_mut)]

@@ -327,3 +327,34 @@ fn diskless_mode_acknowledges_from_memory() {
         zxid: Zxid::new(2, 0)
     }));
 }
+
+#[test]
+fn a_diff_from_another_point_makes_the_learner_leave_instead_of_crashing() {
+    let mut z = follower(vec![entry(1, 1), entry(1, 2)], false);
+    z.handle_message(2, 3, Message::LeaderInfo { epoch: 2 });
+    z.poll_actions();
+    // The leader claims to stream what follows 1:1, but this server's last zxid is 1:2.
+    z.handle_message(
+        3,
+        3,
+        Message::Diff {
+            zxid: Zxid::new(1, 1),
+        },
+    );
+    assert_eq!(z.role(), Role::Looking, "the sync is abandoned");
+    let a = z.poll_actions();
+    assert!(
+        !a.iter()
+            .any(|a| matches!(a, Action::Append(_) | Action::Truncate(_))),
+        "nothing of the bad stream reaches the log: {a:?}"
+    );
+    // Whatever the old leader still sends is ignored, and the server can look for a leader.
+    z.handle_message(3, 3, Message::Proposal(entry(1, 2)));
+    z.handle_message(3, 3, Message::NewLeader { epoch: 2 });
+    assert_eq!(z.role(), Role::Looking);
+    assert_eq!(
+        z.current_epoch(),
+        1,
+        "no epoch was adopted from the abandoned sync"
+    );
+}
