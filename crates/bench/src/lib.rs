@@ -127,9 +127,14 @@ pub struct BenchArgs {
     #[arg(value_enum)]
     pub scenario: Scenario,
     /// Which servers to run against, comma-separated: meerkat, meerkat-diskless (the same
-    /// binary with diskless=true), zookeeper, null; "all" is every one of them.
+    /// binary with diskless=true), zookeeper, baseline (the `--baseline` binary), null; "all"
+    /// is every one of them but baseline, which is added when `--baseline` is given.
     #[arg(long, default_value = "all")]
     pub target: String,
+    /// Another meerkat binary, run as the `baseline` target: a build of an earlier commit, to
+    /// see a change's effect in one run (ratio column mk/base).
+    #[arg(long)]
+    pub baseline: Option<PathBuf>,
     /// The papers' sizes and durations.
     #[arg(long, conflicts_with = "quick")]
     pub full: bool,
@@ -158,7 +163,8 @@ pub struct BenchArgs {
 fn targets(spec: &str) -> anyhow::Result<Vec<Target>> {
     use clap::ValueEnum;
     if spec == "all" {
-        return Ok(Target::value_variants().to_vec());
+        let all = Target::value_variants().iter().copied();
+        return Ok(all.filter(|t| *t != Target::Baseline).collect());
     }
     let mut targets: Vec<Target> = Vec::new();
     for t in spec.split(',') {
@@ -191,7 +197,23 @@ pub async fn run(
         args.rate != Some(0),
         "--rate 0: at least one create per second"
     );
-    let targets = targets(&args.target)?;
+    let mut targets = targets(&args.target)?;
+    let mut programs = programs;
+    if let Some(baseline) = &args.baseline {
+        anyhow::ensure!(
+            baseline.is_file(),
+            "--baseline {}: no such file",
+            baseline.display()
+        );
+        programs.baseline = Some(baseline.clone());
+        if !targets.contains(&Target::Baseline) {
+            targets.push(Target::Baseline);
+        }
+    }
+    anyhow::ensure!(
+        !targets.contains(&Target::Baseline) || programs.baseline.is_some(),
+        "--target baseline needs --baseline PATH (a meerkat binary)"
+    );
     let progress = indicatif::ProgressBar::new(scenarios::steps(
         args.scenario,
         targets.len(),

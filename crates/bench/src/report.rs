@@ -89,17 +89,19 @@ impl Report {
 
 /// "<cores> cores, <model>, <memory>" from /proc, for the record.
 /// Targets in table order, with their column headers.
-const COLUMN_TARGETS: [(&str, &str); 4] = [
+const COLUMN_TARGETS: [(&str, &str); 5] = [
     ("meerkat", "meerkat"),
     ("meerkat-diskless", "mk-diskless"),
     ("zookeeper", "zookeeper"),
+    ("baseline", "baseline"),
     ("null", "null"),
 ];
 
 /// Ratio columns: numerator ÷ denominator, with headers (mk = durable meerkat, dl = diskless
-/// meerkat, zk = ZooKeeper).
-const RATIOS: [(&str, &str, &str); 5] = [
+/// meerkat, zk = ZooKeeper, base = the `--baseline` binary).
+const RATIOS: [(&str, &str, &str); 6] = [
     ("meerkat", "zookeeper", "mk/zk"),
+    ("meerkat", "baseline", "mk/base"),
     ("meerkat-diskless", "zookeeper", "dl/zk"),
     ("meerkat-diskless", "meerkat", "dl/mk"),
     ("meerkat", "null", "mk/null"),

@@ -22,6 +22,9 @@ pub enum Target {
     MeerkatDiskless,
     #[value(name = "zookeeper")]
     ZooKeeper,
+    /// Another meerkat binary (`--baseline PATH`, e.g. a build of an earlier commit) in the
+    /// default mode: before and after a change, side by side in one run.
+    Baseline,
     /// Answers every request at once without doing any work: the ceiling of the generator and
     /// the kernel on this machine.
     Null,
@@ -33,6 +36,7 @@ impl Target {
             Target::Meerkat => "meerkat",
             Target::MeerkatDiskless => "meerkat-diskless",
             Target::ZooKeeper => "zookeeper",
+            Target::Baseline => "baseline",
             Target::Null => "null",
         }
     }
@@ -41,7 +45,7 @@ impl Target {
     pub fn own_settings(self) -> &'static [(&'static str, &'static str)] {
         match self {
             Target::MeerkatDiskless => &[("diskless", "true")],
-            Target::Meerkat | Target::ZooKeeper | Target::Null => &[],
+            Target::Meerkat | Target::ZooKeeper | Target::Baseline | Target::Null => &[],
         }
     }
 }
@@ -51,6 +55,8 @@ impl Target {
 pub struct Programs {
     pub meerkat: PathBuf,
     pub zookeeper_script: PathBuf,
+    /// The `baseline` target's meerkat binary (`--baseline`).
+    pub baseline: Option<PathBuf>,
 }
 
 impl Programs {
@@ -76,6 +82,7 @@ impl Programs {
         Ok(Programs {
             meerkat,
             zookeeper_script: script,
+            baseline: None,
         })
     }
 }
@@ -274,8 +281,14 @@ fn spawn(target: Target, programs: &Programs, config: &Path, log: &Path) -> anyh
         .append(true)
         .open(log)?;
     let mut command = match target {
-        Target::Meerkat | Target::MeerkatDiskless => {
-            let mut c = Command::new(&programs.meerkat);
+        Target::Meerkat | Target::MeerkatDiskless | Target::Baseline => {
+            let binary = match target {
+                Target::Baseline => programs.baseline.as_ref().ok_or_else(|| {
+                    anyhow::anyhow!("the baseline target needs --baseline PATH (a meerkat binary)")
+                })?,
+                _ => &programs.meerkat,
+            };
+            let mut c = Command::new(binary);
             c.arg("server").arg(config).env("MEERKAT_LOG", "info");
             c
         }
