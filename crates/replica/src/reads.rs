@@ -2,8 +2,9 @@
 //! reads, sync, ping, watch management, whoAmI. Each returns the encoded reply frame or the
 //! error code ZooKeeper gives, after checking in ZooKeeper's order (existence, then ACL).
 
-use crate::core::{Core, WatchKind};
+use crate::replica::{Replica, WatchKind};
 use crate::replies::reply_frame;
+use crate::store::Store;
 use crate::watch_manager::ConnId;
 use proto::jute::{Record, Writer};
 use proto::multi::{MultiOp, MultiResult};
@@ -16,8 +17,8 @@ use tree::acl::check_acl;
 /// Events a setWatches replay sends carry zxid −1, as ZooKeeper's do.
 const REPLAY_EVENT_ZXID: i64 = -1;
 
-pub(crate) fn execute(
-    core: &mut Core,
+pub(crate) fn execute<S: Store>(
+    replica: &mut Replica<S>,
     conn: ConnId,
     xid: i32,
     zxid: i64,
@@ -32,24 +33,24 @@ pub(crate) fn execute(
             0,
             Some(&Response::Sync(r.path.clone())),
         )),
-        Request::Exists(r) => exists(core, conn, xid, zxid, r),
+        Request::Exists(r) => exists(replica, conn, xid, zxid, r),
         Request::GetData(r) => {
-            let node = readable(core, conn, &r.path)?;
+            let node = readable(replica, conn, &r.path)?;
             let stat = node.stat();
-            let frame = core.reply_with(xid, zxid, |w| {
+            let frame = replica.reply_with(xid, zxid, |w| {
                 w.write_buffer(node.data.as_deref());
                 stat.encode(w);
             });
             if r.watch {
-                core.register_watch(conn, &r.path, WatchKind::Data);
+                replica.register_watch(conn, &r.path, WatchKind::Data);
             }
             Ok(frame)
         }
         Request::GetChildren(r) | Request::GetChildren2(r) => {
-            let node = readable(core, conn, &r.path)?;
+            let node = readable(replica, conn, &r.path)?;
             let stat = node.stat();
             let with_stat = matches!(request, Request::GetChildren2(_));
-            let frame = core.reply_with(xid, zxid, |w| {
+            let frame = replica.reply_with(xid, zxid, |w| {
                 w.write_i32(node.children.len() as i32);
                 for name in node.children.keys() {
                     w.write_ustring(name);
@@ -59,13 +60,17 @@ pub(crate) fn execute(
                 }
             });
             if r.watch {
-                core.register_watch(conn, &r.path, WatchKind::Child);
+                replica.register_watch(conn, &r.path, WatchKind::Child);
             }
             Ok(frame)
         }
         Request::GetAcl(r) => {
-            let node = core.tree.get(&r.path).ok_or(ErrorCode::NoNode)?;
-            check_acl(&node.acl, perms::READ | perms::ADMIN, &core.auth_ids(conn))?;
+            let node = replica.tree.get(&r.path).ok_or(ErrorCode::NoNode)?;
+            check_acl(
+                &node.acl,
+                perms::READ | perms::ADMIN,
+                &replica.auth_ids(conn),
+            )?;
             let body = Response::GetAcl(GetAclResponse {
                 acl: node.acl.to_vec(),
                 stat: node.stat(),
@@ -73,8 +78,8 @@ pub(crate) fn execute(
             Ok(reply_frame(xid, zxid, 0, Some(&body)))
         }
         Request::GetAllChildrenNumber(r) => {
-            readable(core, conn, &r.path)?;
-            let count = core
+            readable(replica, conn, &r.path)?;
+            let count = replica
                 .tree
                 .descendant_count(&r.path)
                 .ok_or(ErrorCode::NoNode)?;
@@ -88,8 +93,8 @@ pub(crate) fn execute(
         Request::GetEphemerals(r) => {
             let prefix = r.path.trim();
             let all = prefix.is_empty() || prefix == "/";
-            let session = core.session_of(conn);
-            let ephemerals = core
+            let session = replica.session_of(conn);
+            let ephemerals = replica
                 .tree
                 .ephemerals(session)
                 .filter(|p| all || p.starts_with(&r.path))
@@ -104,16 +109,16 @@ pub(crate) fn execute(
                 })),
             ))
         }
-        Request::MultiRead(ops) => Ok(multi_read(core, conn, xid, zxid, ops)),
+        Request::MultiRead(ops) => Ok(multi_read(replica, conn, xid, zxid, ops)),
         Request::AddWatch(r) => {
             let mode = AddWatchMode::from_i32(r.mode).ok_or(ErrorCode::BadArguments)?;
-            core.register_watch(conn, &r.path, WatchKind::Persistent(mode));
+            replica.register_watch(conn, &r.path, WatchKind::Persistent(mode));
             Ok(reply_frame(xid, zxid, 0, Some(&Response::AddWatch)))
         }
         Request::CheckWatches(r) | Request::RemoveWatches(r) => {
             let kind = WatcherType::from_i32(r.watcher_type).ok_or(ErrorCode::BadArguments)?;
             let remove = matches!(request, Request::RemoveWatches(_));
-            if core.remove_watch(conn, &r.path, kind, remove) {
+            if replica.remove_watch(conn, &r.path, kind, remove) {
                 empty()
             } else {
                 Err(ErrorCode::NoWatcher)
@@ -122,7 +127,7 @@ pub(crate) fn execute(
         Request::SetWatches(w) => {
             let none: Vec<String> = Vec::new();
             set_watches(
-                core,
+                replica,
                 conn,
                 w.relative_zxid,
                 [
@@ -143,11 +148,11 @@ pub(crate) fn execute(
                 &w.persistent_watches,
                 &w.persistent_recursive_watches,
             ];
-            set_watches(core, conn, w.relative_zxid, lists);
+            set_watches(replica, conn, w.relative_zxid, lists);
             empty()
         }
         Request::WhoAmI => {
-            let client_info = core
+            let client_info = replica
                 .auth_ids(conn)
                 .into_iter()
                 .map(|id| ClientInfo {
@@ -167,19 +172,19 @@ pub(crate) fn execute(
 }
 
 /// The node at `path` if it exists and the connection may read it.
-fn readable<'c>(
-    core: &'c Core,
+fn readable<'c, S: Store>(
+    replica: &'c Replica<S>,
     conn: ConnId,
     node_path: &str,
 ) -> Result<&'c tree::node::Node, ErrorCode> {
-    let node = core.tree.get(node_path).ok_or(ErrorCode::NoNode)?;
-    check_acl(&node.acl, perms::READ, &core.auth_ids(conn))?;
+    let node = replica.tree.get(node_path).ok_or(ErrorCode::NoNode)?;
+    check_acl(&node.acl, perms::READ, &replica.auth_ids(conn))?;
     Ok(node)
 }
 
 /// exists registers its watch even when the node is missing (so the client hears NodeCreated).
-fn exists(
-    core: &mut Core,
+fn exists<S: Store>(
+    replica: &mut Replica<S>,
     conn: ConnId,
     xid: i32,
     zxid: i64,
@@ -188,21 +193,27 @@ fn exists(
     if r.path.contains('\0') {
         return Err(ErrorCode::BadArguments);
     }
-    if let Some(node) = core.tree.get(&r.path) {
-        check_acl(&node.acl, perms::READ, &core.auth_ids(conn))?;
+    if let Some(node) = replica.tree.get(&r.path) {
+        check_acl(&node.acl, perms::READ, &replica.auth_ids(conn))?;
     }
     if r.watch {
-        core.register_watch(conn, &r.path, WatchKind::Data);
+        replica.register_watch(conn, &r.path, WatchKind::Data);
     }
-    let stat = core.tree.stat(&r.path).ok_or(ErrorCode::NoNode)?;
+    let stat = replica.tree.stat(&r.path).ok_or(ErrorCode::NoNode)?;
     Ok(reply_frame(xid, zxid, 0, Some(&Response::Stat(stat))))
 }
 
-fn multi_read(core: &mut Core, conn: ConnId, xid: i32, zxid: i64, ops: &[MultiOp]) -> Vec<u8> {
+fn multi_read<S: Store>(
+    replica: &mut Replica<S>,
+    conn: ConnId,
+    xid: i32,
+    zxid: i64,
+    ops: &[MultiOp],
+) -> Vec<u8> {
     let results: Vec<MultiResult> = ops
         .iter()
         .map(|op| {
-            let node = match readable(core, conn, op.path()) {
+            let node = match readable(replica, conn, op.path()) {
                 Ok(node) => node,
                 Err(code) => return MultiResult::Error(code.code()),
             };
@@ -217,43 +228,48 @@ fn multi_read(core: &mut Core, conn: ConnId, xid: i32, zxid: i64, ops: &[MultiOp
     let mut w = Writer::new();
     Response::Multi(results).encode(&mut w);
     let body = w.into_inner();
-    core.reply_with(xid, zxid, |w| w.write_raw(&body))
+    replica.reply_with(xid, zxid, |w| w.write_raw(&body))
 }
 
 /// Re-registers a reconnecting client's watches; a watch whose node changed after
 /// `relative_zxid` fires at once instead (`DataTree.setWatches`).
-fn set_watches(core: &mut Core, conn: ConnId, relative_zxid: i64, lists: [&Vec<String>; 5]) {
+fn set_watches<S: Store>(
+    replica: &mut Replica<S>,
+    conn: ConnId,
+    relative_zxid: i64,
+    lists: [&Vec<String>; 5],
+) {
     let [data, exist, child, persistent, recursive] = lists;
     for p in data {
-        match core.tree.get(p).map(|n| n.stat.mzxid) {
-            None => core.queue_event(conn, REPLAY_EVENT_ZXID, EventType::NodeDeleted, p),
+        match replica.tree.get(p).map(|n| n.stat.mzxid) {
+            None => replica.queue_event(conn, REPLAY_EVENT_ZXID, EventType::NodeDeleted, p),
             Some(mzxid) if mzxid > relative_zxid => {
-                core.queue_event(conn, REPLAY_EVENT_ZXID, EventType::NodeDataChanged, p)
+                replica.queue_event(conn, REPLAY_EVENT_ZXID, EventType::NodeDataChanged, p)
             }
-            Some(_) => core.register_watch(conn, p, WatchKind::Data),
+            Some(_) => replica.register_watch(conn, p, WatchKind::Data),
         }
     }
     for p in exist {
-        if core.tree.get(p).is_some() {
-            core.queue_event(conn, REPLAY_EVENT_ZXID, EventType::NodeCreated, p);
+        if replica.tree.get(p).is_some() {
+            replica.queue_event(conn, REPLAY_EVENT_ZXID, EventType::NodeCreated, p);
         } else {
-            core.register_watch(conn, p, WatchKind::Data);
+            replica.register_watch(conn, p, WatchKind::Data);
         }
     }
     for p in child {
-        match core.tree.get(p).map(|n| n.stat.pzxid) {
-            None => core.queue_event(conn, REPLAY_EVENT_ZXID, EventType::NodeDeleted, p),
+        match replica.tree.get(p).map(|n| n.stat.pzxid) {
+            None => replica.queue_event(conn, REPLAY_EVENT_ZXID, EventType::NodeDeleted, p),
             Some(pzxid) if pzxid > relative_zxid => {
-                core.queue_event(conn, REPLAY_EVENT_ZXID, EventType::NodeChildrenChanged, p)
+                replica.queue_event(conn, REPLAY_EVENT_ZXID, EventType::NodeChildrenChanged, p)
             }
-            Some(_) => core.register_watch(conn, p, WatchKind::Child),
+            Some(_) => replica.register_watch(conn, p, WatchKind::Child),
         }
     }
     for p in persistent {
-        core.register_watch(conn, p, WatchKind::Persistent(AddWatchMode::Persistent));
+        replica.register_watch(conn, p, WatchKind::Persistent(AddWatchMode::Persistent));
     }
     for p in recursive {
-        core.register_watch(
+        replica.register_watch(
             conn,
             p,
             WatchKind::Persistent(AddWatchMode::PersistentRecursive),

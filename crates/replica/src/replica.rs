@@ -1,23 +1,26 @@
-//! The server core: one task that owns the tree, sessions and watches and processes every
-//! request in arrival order (DESIGN.md §3: "applies and reads on one task").
+//! The ensemble: the tree, sessions, watches and connections of one server, and every request
+//! processed in arrival order (DESIGN.md §3: "applies and reads on one task").
 //!
-//! Connections decode frames and hand requests here through a bounded queue; the core answers
-//! by pushing encoded frames onto each connection's outbound queue. Watch notifications for a
-//! change are pushed before the reply that carries the change's zxid, so a client always sees
-//! the event first, and replies leave in request order because one task produces them.
+//! The host hands in what connections send ([`ClientInput`]) and executes the [`Output`]s this
+//! produces, in order: encoded frames for each connection, closes. Watch notifications for a
+//! change are output before the reply that carries the change's zxid, so a client always sees
+//! the event first, and replies leave in request order because one ensemble produces them.
 //!
-//! Writes follow prep → log → apply. [`Core::commit`] hands each transaction to persistence
-//! and parks it; when persistence reports it durable ([`Core::on_durable`]) it is applied and
-//! answered, in zxid order. A read from a session with anything still parked waits behind it
-//! (FIFO per session); other reads are answered at once. Zab will plug in at the same place.
+//! Standalone, writes follow prep → log → apply. [`Replica::commit`] hands each transaction to
+//! the store and parks it; when the host reports it durable ([`Replica::on_durable`]) it is
+//! applied and answered, in zxid order. A read from a session with anything still parked waits
+//! behind it (FIFO per session); other reads are answered at once. An ensemble member goes
+//! through Zab instead ([`crate::ensemble`]).
 
-use crate::config::ServerConfig;
-use crate::connection::{ConnHandle, Outbound};
+use crate::ensemble::Ensemble;
 use crate::java_random::session_password;
 use crate::replies::{connect_frame, event_frame, reply_frame, reply_frame_with};
 use crate::session_tracker::SessionTracker;
+use crate::settings::Settings;
 use crate::stats::{ConnStats, ServerStats};
+use crate::store::Store;
 use crate::watch_manager::{ConnId, Notification, WatchManager};
+use crate::{Now, Output};
 use proto::multi::{MultiOp, MultiResult};
 use proto::op_code::xid;
 use proto::request::Request;
@@ -27,17 +30,14 @@ use proto::watch::{AddWatchMode, KeeperState, WatcherType};
 use proto::*;
 use std::collections::{HashMap, VecDeque};
 use std::net::SocketAddr;
-use std::sync::Arc;
-use std::time::Instant;
-use storage::{Persistence, Recovered};
+use storage::Recovered;
 use tree::{DataTree, Prep, PrepContext, Trigger, TxnOutcome};
 
-/// What connections tell the core.
+/// What client connections tell the ensemble.
 #[derive(Debug)]
-pub enum CoreMsg {
+pub enum ClientInput {
     Connect {
         conn: ConnId,
-        handle: ConnHandle,
         peer: SocketAddr,
         request: ConnectRequest,
     },
@@ -46,22 +46,16 @@ pub enum CoreMsg {
         xid: i32,
         op_type: i32,
         request: Result<Request, request::RequestError>,
-        received: Instant,
+        /// When the host read it ([`Now::mono_ms`]), for latencies.
+        received_ms: u64,
     },
     Closed {
         conn: ConnId,
     },
-    FourLetter {
-        command: String,
-        /// The asking connection, which ZooKeeper lists in `cons` and `stat` too.
-        peer: SocketAddr,
-        reply: tokio::sync::oneshot::Sender<String>,
-    },
 }
 
-/// A client connection the core knows about.
-pub(crate) struct Conn {
-    pub handle: ConnHandle,
+/// A client connection the ensemble knows about.
+pub struct Conn {
     pub peer: SocketAddr,
     pub session_id: Option<i64>,
     pub auth_ids: Vec<Id>,
@@ -93,7 +87,7 @@ enum Parked {
         conn: ConnId,
         xid: i32,
         request: Request,
-        received: Instant,
+        received_ms: u64,
     },
 }
 
@@ -102,7 +96,7 @@ pub(crate) struct ReplyTo {
     pub conn: ConnId,
     pub xid: i32,
     op: OpCode,
-    received: Instant,
+    pub(crate) received_ms: u64,
     /// For multi: the op code of each sub-request, to encode create vs create2 results.
     multi_ops: Vec<OpCode>,
     /// For sync: the path the reply echoes.
@@ -114,7 +108,7 @@ impl ReplyTo {
         self.op == OpCode::Sync
     }
 
-    pub(crate) fn new(conn: ConnId, xid: i32, request: &Request, received: Instant) -> ReplyTo {
+    pub(crate) fn new(conn: ConnId, xid: i32, request: &Request, received_ms: u64) -> ReplyTo {
         let multi_ops = match request {
             Request::Multi(ops) => ops.iter().map(MultiOp::op_code).collect(),
             _ => Vec::new(),
@@ -127,30 +121,29 @@ impl ReplyTo {
             conn,
             xid,
             op: request.op_code(),
-            received,
+            received_ms,
             multi_ops,
             sync_path,
         }
     }
 }
 
-pub struct Core {
-    pub(crate) config: Arc<ServerConfig>,
-    pub(crate) tree: DataTree,
+/// One server's state and decisions; see the module doc. `S` is the disk.
+pub struct Replica<S: Store> {
+    pub settings: Settings,
+    pub tree: DataTree,
     pub(crate) prep: Prep,
-    pub(crate) sessions: SessionTracker,
+    pub sessions: SessionTracker,
     /// Session → the connection it is attached to.
     pub(crate) session_conn: HashMap<i64, ConnId>,
-    pub(crate) watches: WatchManager,
-    pub(crate) conns: HashMap<ConnId, Conn>,
-    pub(crate) stats: ServerStats,
+    pub watches: WatchManager,
+    pub conns: HashMap<ConnId, Conn>,
+    pub stats: ServerStats,
     last_zxid: i64,
-    started: Instant,
+    /// The time of the input being processed.
+    pub(crate) now: Now,
     next_container_check_ms: u64,
-    pub(crate) outstanding: Arc<dyn Fn() -> usize + Send + Sync>,
-    /// Slots of `globalOutstandingLimit`, freed as requests are answered.
-    global_permits: Arc<tokio::sync::Semaphore>,
-    pub(crate) persistence: Persistence,
+    pub store: S,
     /// Transactions handed to the log and not yet durable, and reads waiting behind them.
     /// Bounded by `globalOutstandingLimit` plus the server's own transactions per tick.
     parked: VecDeque<Parked>,
@@ -158,10 +151,12 @@ pub struct Core {
     /// entry parked waits its turn behind them, or it could overtake its own earlier read.
     parked_per_conn: HashMap<ConnId, usize>,
     /// Set when the log cannot be written: the server stops (fail-stop, as ZooKeeper exits).
-    pub(crate) fatal: Option<String>,
-    pub(crate) startup: Startup,
+    pub fatal: Option<String>,
+    pub startup: Startup,
     /// Set when this server is an ensemble member (`server.N` lines); None when standalone.
-    pub(crate) replica: Option<Box<crate::replication::Replica>>,
+    pub ensemble: Option<Box<Ensemble>>,
+    /// What the host is to do, in order; see [`Replica::take_outputs`].
+    pub(crate) outputs: Vec<Output>,
 }
 
 /// What recovery did at start-up, for mntr.
@@ -171,26 +166,21 @@ pub struct Startup {
     pub load_ms: u64,
 }
 
-pub(crate) fn wall_ms() -> i64 {
-    std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .map_or(0, |d| d.as_millis() as i64)
-}
-
-impl Core {
+impl<S: Store> Replica<S> {
+    /// A standalone ensemble of the recovered state; [`Replica::join_ensemble`] makes it a
+    /// member. `now.mono_ms` is the host's clock, which starts near 0 at boot.
     pub fn new(
-        config: Arc<ServerConfig>,
-        global_permits: Arc<tokio::sync::Semaphore>,
-        outstanding: Arc<dyn Fn() -> usize + Send + Sync>,
-        persistence: Persistence,
+        settings: Settings,
+        store: S,
         recovered: Recovered,
         load_ms: u64,
-    ) -> Core {
-        let mut sessions = SessionTracker::new(config.tick_time_ms, 0, wall_ms());
+        now: Now,
+    ) -> Replica<S> {
+        let mut sessions = SessionTracker::new(settings.tick_time_ms, 0, now.wall_ms);
         // Sessions are replicated state: after a restart each lives until its timeout unless
         // its client reconnects, as in ZooKeeper.
         for (&session_id, &timeout_ms) in recovered.tree.sessions() {
-            sessions.add(session_id, timeout_ms.max(0) as u32, 0);
+            sessions.add(session_id, timeout_ms.max(0) as u32, now.mono_ms);
         }
         let last_zxid = recovered
             .last_zxid
@@ -199,9 +189,9 @@ impl Core {
             txns_loaded: recovered.replayed,
             load_ms,
         };
-        Core {
-            next_container_check_ms: config.container_check_interval_ms,
-            config,
+        Replica {
+            next_container_check_ms: now.mono_ms + settings.container_check_interval_ms,
+            settings,
             tree: recovered.tree,
             prep: Prep::default(),
             sessions,
@@ -210,27 +200,45 @@ impl Core {
             conns: HashMap::new(),
             stats: ServerStats::default(),
             last_zxid,
-            started: Instant::now(),
-            outstanding,
-            global_permits,
-            persistence,
+            now,
+            store,
             parked: VecDeque::new(),
             parked_per_conn: HashMap::new(),
             fatal: None,
             startup,
-            replica: None,
+            ensemble: None,
+            outputs: Vec::new(),
         }
     }
 
-    /// Makes this server an ensemble member driven by `replica`'s Zab core.
-    pub(crate) fn join_ensemble(&mut self, replica: crate::replication::Replica) {
-        let me = replica.me();
-        self.sessions = SessionTracker::new(self.config.tick_time_ms, me as u8, wall_ms());
+    /// Makes this server an ensemble member driven by `ensemble`'s Zab core.
+    pub fn join_ensemble(&mut self, now: Now, ensemble: Ensemble) {
+        self.now = now;
+        let me = ensemble.me;
+        self.sessions = SessionTracker::new(self.settings.tick_time_ms, me as u8, now.wall_ms);
         for (&session_id, &timeout_ms) in self.tree.sessions() {
-            self.sessions.add(session_id, timeout_ms.max(0) as u32, 0);
+            self.sessions
+                .add(session_id, timeout_ms.max(0) as u32, now.mono_ms);
         }
-        self.replica = Some(Box::new(replica));
+        self.ensemble = Some(Box::new(ensemble));
         self.run_zab();
+    }
+
+    /// Everything the host is to do after the inputs so far, in order.
+    pub fn take_outputs(&mut self) -> Vec<Output> {
+        let mut outputs = std::mem::take(&mut self.outputs);
+        if let Some(ensemble) = self.ensemble.as_deref_mut() {
+            outputs.append(&mut ensemble.outbox);
+        }
+        outputs
+    }
+
+    /// As [`Replica::take_outputs`], into `into` (which the host reuses).
+    pub fn drain_outputs(&mut self, into: &mut Vec<Output>) {
+        into.append(&mut self.outputs);
+        if let Some(ensemble) = self.ensemble.as_deref_mut() {
+            into.append(&mut ensemble.outbox);
+        }
     }
 
     /// Replaces the whole tree (a snapshot from the leader); sessions follow the new tree.
@@ -259,36 +267,34 @@ impl Core {
     }
 
     pub(crate) fn now_ms(&self) -> u64 {
-        self.started.elapsed().as_millis() as u64
+        self.now.mono_ms
+    }
+
+    pub(crate) fn wall_ms(&self) -> i64 {
+        self.now.wall_ms
     }
 
     pub fn last_zxid(&self) -> i64 {
         self.tree.last_processed_zxid()
     }
 
-    pub fn handle(&mut self, msg: CoreMsg) {
-        match msg {
-            CoreMsg::Connect {
+    /// One input from a client connection, at `now`.
+    pub fn on_client(&mut self, now: Now, input: ClientInput) {
+        self.now = now;
+        match input {
+            ClientInput::Connect {
                 conn,
-                handle,
                 peer,
                 request,
-            } => self.on_connect(conn, handle, peer, request),
-            CoreMsg::Request {
+            } => self.on_connect(conn, peer, request),
+            ClientInput::Request {
                 conn,
                 xid,
                 op_type,
                 request,
-                received,
-            } => self.on_request(conn, xid, op_type, request, received),
-            CoreMsg::Closed { conn } => self.on_closed(conn),
-            CoreMsg::FourLetter {
-                command,
-                peer,
-                reply,
-            } => {
-                let _ = reply.send(crate::four_letter::run(self, &command, peer));
-            }
+                received_ms,
+            } => self.on_request(conn, xid, op_type, request, received_ms),
+            ClientInput::Closed { conn } => self.on_closed(conn),
         }
     }
 
@@ -296,16 +302,11 @@ impl Core {
         let Some(c) = self.conns.get_mut(&conn) else {
             return;
         };
-        if is_reply && c.handle.answered() {
-            self.global_permits.add_permits(1);
-        }
-        if !c.handle.send(Outbound::Frame {
-            bytes: frame,
+        self.outputs.push(Output::ToClient {
+            conn,
+            frame,
             is_reply,
-        }) {
-            tracing::warn!(conn, peer = %c.peer, "closing connection: client is not reading its replies");
-            c.handle.send(Outbound::Close);
-        }
+        });
         if is_reply {
             c.stats.packets_sent += 1;
             self.stats.packets_sent += 1;
@@ -313,37 +314,29 @@ impl Core {
     }
 
     pub(crate) fn close_conn(&mut self, conn: ConnId) {
-        if let Some(c) = self.conns.get(&conn) {
-            c.handle.send(Outbound::Close);
+        if self.conns.contains_key(&conn) {
+            self.outputs.push(Output::CloseClient { conn });
         }
     }
 
     // ---- handshake ------------------------------------------------------------------------
 
-    fn on_connect(
-        &mut self,
-        conn: ConnId,
-        handle: ConnHandle,
-        peer: SocketAddr,
-        req: ConnectRequest,
-    ) {
-        let now = Instant::now();
+    fn on_connect(&mut self, conn: ConnId, peer: SocketAddr, req: ConnectRequest) {
         let ip_id = Id {
             scheme: "ip".into(),
             id: peer.ip().to_string(),
         };
         let c = Conn {
-            handle,
             peer,
             session_id: None,
             auth_ids: vec![ip_id],
-            stats: ConnStats::new(now, wall_ms()),
+            stats: ConnStats::new(self.now.mono_ms, self.now.wall_ms),
             timeout_ms: 0,
         };
         self.conns.insert(conn, c);
-        if let Some(replica) = self.replica.as_deref() {
-            if !replica.serving {
-                tracing::info!(conn, %peer, role = replica.role_name(), "refusing a client: this server is not serving until a leader is established");
+        if let Some(ensemble) = self.ensemble.as_deref() {
+            if !ensemble.serving {
+                tracing::info!(conn, %peer, role = ensemble.role_name(), "refusing a client: this server is not serving until a leader is established");
                 self.close_conn(conn);
                 return;
             }
@@ -365,12 +358,12 @@ impl Core {
             return;
         }
         let (min, max) = (
-            self.config.min_session_timeout_ms,
-            self.config.max_session_timeout_ms,
+            self.settings.min_session_timeout_ms,
+            self.settings.max_session_timeout_ms,
         );
         let timeout_ms = (req.timeout_ms.max(0) as u32).clamp(min, max.max(min));
         if req.session_id == 0 {
-            if self.replica.is_some() {
+            if self.ensemble.is_some() {
                 self.ensemble_create_session(conn, timeout_ms, req.read_only);
             } else {
                 self.create_session(conn, timeout_ms, req.read_only);
@@ -386,12 +379,12 @@ impl Core {
     /// it (as for a lagging server) would lock it out for good. Its session ends instead, so the
     /// application sees SessionExpired and starts over.
     fn saw_lost_writes(&self, client_zxid: i64) -> bool {
-        let Some(replica) = self.replica.as_deref() else {
+        let Some(ensemble) = self.ensemble.as_deref() else {
             return false;
         };
-        self.persistence.is_diskless()
-            && replica.zab.is_serving()
-            && zab::Zxid::from_i64(client_zxid).epoch() < replica.zab.current_epoch()
+        self.store.is_diskless()
+            && ensemble.zab.is_serving()
+            && zab::Zxid::from_i64(client_zxid).epoch() < ensemble.zab.current_epoch()
     }
 
     fn create_session(&mut self, conn: ConnId, timeout_ms: u32, read_only: Option<bool>) {
@@ -421,7 +414,7 @@ impl Core {
         let session_id = req.session_id;
         // In an ensemble the leader decides whether the session lives (this server may not
         // have applied its creation yet).
-        let known = self.replica.is_some() || self.tree.sessions().contains_key(&session_id);
+        let known = self.ensemble.is_some() || self.tree.sessions().contains_key(&session_id);
         if !known || req.passwd != session_password(session_id) {
             tracing::info!(
                 conn,
@@ -432,7 +425,7 @@ impl Core {
             self.reply_expired(conn, req.read_only);
             return;
         }
-        if self.replica.is_some() {
+        if self.ensemble.is_some() {
             self.ensemble_reattach(conn, session_id, timeout_ms, req.read_only);
             return;
         }
@@ -512,15 +505,10 @@ impl Core {
     }
 
     fn on_closed(&mut self, conn: ConnId) {
-        if let Some(c) = self.conns.get(&conn) {
-            // Everything this connection sent came before this message: what is still
-            // unanswered will never be, so its global slots are free again.
-            self.global_permits.add_permits(c.handle.take_unanswered());
-        }
         self.detach(conn);
         self.conns.remove(&conn);
-        if let Some(replica) = self.replica.as_deref_mut() {
-            replica.queues.remove(&conn);
+        if let Some(ensemble) = self.ensemble.as_deref_mut() {
+            ensemble.queues.remove(&conn);
         }
     }
 
@@ -532,12 +520,12 @@ impl Core {
         xid: i32,
         op_type: i32,
         request: Result<Request, request::RequestError>,
-        received: Instant,
+        received_ms: u64,
     ) {
         let Some(session_id) = self.conns.get(&conn).and_then(|c| c.session_id) else {
             // The session ended and the connection is closing: nothing to answer.
-            if self.conns.get(&conn).is_some_and(|c| c.handle.answered()) {
-                self.global_permits.add_permits(1);
+            if self.conns.contains_key(&conn) {
+                self.outputs.push(Output::Unanswered { conn });
             }
             return;
         };
@@ -560,7 +548,7 @@ impl Core {
                     zxid,
                     ErrorCode::Unimplemented.code(),
                     None,
-                    received,
+                    received_ms,
                 );
                 return;
             }
@@ -577,53 +565,53 @@ impl Core {
                 zxid,
                 ErrorCode::SessionExpired.code(),
                 None,
-                received,
+                received_ms,
             );
             return;
         }
-        if self.replica.is_some() {
+        if self.ensemble.is_some() {
             if request.is_write() || matches!(request, Request::Sync(_)) {
-                self.ensemble_write(conn, session_id, xid, request, received);
+                self.ensemble_write(conn, session_id, xid, request, received_ms);
             } else {
-                self.ensemble_read(conn, xid, request, received);
+                self.ensemble_read(conn, xid, request, received_ms);
             }
         } else if request.is_write() {
-            self.submit_write(conn, session_id, xid, request, received);
+            self.submit_write(conn, session_id, xid, request, received_ms);
         } else if self.parked_per_conn.contains_key(&conn) {
             *self.parked_per_conn.entry(conn).or_default() += 1;
             self.parked.push_back(Parked::Read {
                 conn,
                 xid,
                 request,
-                received,
+                received_ms,
             });
         } else {
-            self.handle_read(conn, xid, request, received);
+            self.handle_read(conn, xid, request, received_ms);
         }
     }
 
-    fn finish_reply(
+    pub(crate) fn finish_reply(
         &mut self,
         conn: ConnId,
         xid: i32,
         zxid: i64,
         err: i32,
         body: Option<&Response>,
-        received: Instant,
+        received_ms: u64,
     ) {
         self.send(conn, reply_frame(xid, zxid, err, body), true);
-        self.record_latency(conn, xid, zxid, received);
+        self.record_latency(conn, xid, zxid, received_ms);
     }
 
-    fn record_latency(&mut self, conn: ConnId, xid: i32, zxid: i64, received: Instant) {
-        let ms = received.elapsed().as_millis() as u64;
+    fn record_latency(&mut self, conn: ConnId, xid: i32, zxid: i64, received_ms: u64) {
+        let ms = self.now.mono_ms.saturating_sub(received_ms);
         if xid != xid::PING && xid != xid::AUTH && xid != xid::SET_WATCHES {
             self.stats.latency.record(ms);
         }
         if let Some(c) = self.conns.get_mut(&conn) {
             c.stats.last_zxid = zxid;
             c.stats.last_latency_ms = ms;
-            c.stats.last_response_wall_ms = wall_ms();
+            c.stats.last_response_wall_ms = self.now.wall_ms;
             c.stats.latency.record(ms);
         }
     }
@@ -638,9 +626,9 @@ impl Core {
             session_id,
             cxid: 0,
             zxid,
-            time_ms: wall_ms(),
+            time_ms: self.wall_ms(),
             auth_ids: &[],
-            extended_types_enabled: self.config.extended_types_enabled,
+            extended_types_enabled: self.settings.extended_types_enabled,
         }
     }
 
@@ -650,7 +638,7 @@ impl Core {
         session_id: i64,
         xid: i32,
         request: Request,
-        received: Instant,
+        received_ms: u64,
     ) {
         let zxid = self.next_zxid();
         let auth_ids = self
@@ -662,22 +650,22 @@ impl Core {
             session_id,
             cxid: xid,
             zxid,
-            time_ms: wall_ms(),
+            time_ms: self.wall_ms(),
             auth_ids: &auth_ids,
-            extended_types_enabled: self.config.extended_types_enabled,
+            extended_types_enabled: self.settings.extended_types_enabled,
         };
         let txn = self.prep.prepare(&self.tree, &ctx, &request);
-        let reply = ReplyTo::new(conn, xid, &request, received);
+        let reply = ReplyTo::new(conn, xid, &request, received_ms);
         self.commit(txn, AfterApply::Reply(reply));
     }
 
     /// The point where a prepared transaction becomes part of the history: it goes to the log
-    /// and waits there until [`Core::on_durable`] says it is safe to apply and answer.
+    /// and waits there until [`Replica<S>::on_durable`] says it is safe to apply and answer.
     fn commit(&mut self, txn: Txn, after: AfterApply) {
         if self.fatal.is_some() {
             return;
         }
-        if let Err(e) = self.persistence.append(&txn) {
+        if let Err(e) = self.store.append(&txn) {
             self.fail(format!("cannot append to the transaction log: {e}"));
             return;
         }
@@ -688,7 +676,7 @@ impl Core {
     }
 
     /// Stops serving: the log is the promise, and it can no longer be kept.
-    pub(crate) fn fail(&mut self, why: String) {
+    pub fn fail(&mut self, why: String) {
         if self.fatal.is_none() {
             tracing::error!(reason = %why, "fatal storage error: this server stops now; restart it once the disk is fixed (recovery keeps every acknowledged write)");
             self.fatal = Some(why);
@@ -697,7 +685,8 @@ impl Core {
 
     /// Persistence says every transaction up to `zxid` is durable: apply and answer them, and
     /// the reads that waited behind them, in order.
-    pub fn on_durable(&mut self, zxid: i64) {
+    pub fn on_durable(&mut self, now: Now, zxid: i64) {
+        self.now = now;
         while let Some(front) = self.parked.front() {
             match front {
                 Parked::Txn { txn, .. } if txn.header.zxid > zxid => break,
@@ -709,13 +698,13 @@ impl Core {
                     conn,
                     xid,
                     request,
-                    received,
+                    received_ms,
                 }) => {
                     self.unpark(conn);
                     // A read of a connection that closed meanwhile is dropped: running it
                     // could register a watch for a connection that no longer exists.
                     if self.conns.contains_key(&conn) {
-                        self.handle_read(conn, xid, request, received);
+                        self.handle_read(conn, xid, request, received_ms);
                     }
                 }
                 None => break,
@@ -761,7 +750,7 @@ impl Core {
         let mut triggers = Vec::new();
         let outcome = self.tree.apply(&txn, &mut triggers);
         self.prep.applied(zxid);
-        self.persistence.applied(&self.tree);
+        self.store.applied(&self.tree);
         self.notify(&triggers, zxid);
         let session_closed = matches!(outcome, TxnOutcome::SessionClosed);
         if let Some(reply) = reply {
@@ -824,7 +813,7 @@ impl Core {
             zxid,
             err,
             body.as_ref(),
-            reply.received,
+            reply.received_ms,
         );
         if reply.op == OpCode::CloseSession {
             self.close_conn(reply.conn);
@@ -849,23 +838,23 @@ impl Core {
         conn: ConnId,
         xid: i32,
         request: Request,
-        received: Instant,
+        received_ms: u64,
     ) {
         let zxid = self.last_zxid();
         if let Request::Auth(packet) = &request {
-            return self.handle_auth(conn, xid, packet, received);
+            return self.handle_auth(conn, xid, packet, received_ms);
         }
         let frame = match crate::reads::execute(self, conn, xid, zxid, &request) {
             Ok(frame) => frame,
             Err(code) => reply_frame(xid, zxid, code.code(), None),
         };
         self.send(conn, frame, true);
-        self.record_latency(conn, xid, zxid, received);
+        self.record_latency(conn, xid, zxid, received_ms);
     }
 
     /// auth (xid −4): digest adds `digest:user:hash` (and `super` when it matches the configured
     /// super digest); an unknown scheme fails and the connection is closed, as in ZooKeeper.
-    fn handle_auth(&mut self, conn: ConnId, xid: i32, packet: &AuthPacket, received: Instant) {
+    fn handle_auth(&mut self, conn: ConnId, xid: i32, packet: &AuthPacket, received_ms: u64) {
         // ZooKeeper answers auth with zxid 0 (captured from 3.9.3).
         let zxid = 0;
         let credentials = packet
@@ -878,7 +867,7 @@ impl Core {
                 let digest = tree::acl::digest_id(&credentials);
                 let mut ids = Vec::with_capacity(2);
                 // ZooKeeper adds `super` first, then the digest identity.
-                if self.config.super_digest.as_deref() == Some(digest.as_str()) {
+                if self.settings.super_digest.as_deref() == Some(digest.as_str()) {
                     ids.push(Id {
                         scheme: "super".into(),
                         id: String::new(),
@@ -907,7 +896,7 @@ impl Core {
                         }
                     }
                 }
-                self.finish_reply(conn, xid, zxid, 0, None, received);
+                self.finish_reply(conn, xid, zxid, 0, None, received_ms);
             }
             None => {
                 tracing::warn!(conn, scheme = %packet.scheme, "authentication failed: unsupported scheme; closing connection");
@@ -917,7 +906,7 @@ impl Core {
                     zxid,
                     ErrorCode::AuthFailed.code(),
                     None,
-                    received,
+                    received_ms,
                 );
                 self.close_conn(conn);
             }
@@ -928,23 +917,27 @@ impl Core {
 
     /// Called every tick: expires sessions and, at the configured interval, removes empty
     /// containers and expired TTL nodes.
-    pub fn tick(&mut self) {
+    pub fn tick(&mut self, now: Now) {
+        self.now = now;
         let now = self.now_ms();
-        if self.replica.is_none() {
+        if self.ensemble.is_none() {
             // Diskless standalone (an ensemble member does this every Zab tick).
-            self.persistence.idle(&self.tree);
+            self.store.idle(&self.tree);
         }
         self.report_session_activity();
-        if let Some(replica) = self.replica.as_deref() {
+        if let Some(ensemble) = self.ensemble.as_deref() {
             // Only an established leader expires sessions and removes containers.
-            if replica.is_leader() && replica.serving {
+            if ensemble.is_leader() && ensemble.serving {
+                // Expiries wait on the tracker while the backlog is full: the leader's own
+                // work is delayed, never refused.
+                let room = self.backlog_room();
                 let expired = self
                     .sessions
-                    .take_expired(now, crate::limits::EXPIRIES_PER_TICK_MAX);
+                    .take_expired(now, crate::limits::EXPIRIES_PER_TICK_MAX.min(room));
                 self.ensemble_expire(expired);
                 if now >= self.next_container_check_ms {
                     self.next_container_check_ms =
-                        now + self.config.container_check_interval_ms.max(1);
+                        now + self.settings.container_check_interval_ms.max(1);
                     self.check_containers();
                 }
             }
@@ -958,7 +951,7 @@ impl Core {
             self.close_session(session_id);
         }
         if now >= self.next_container_check_ms {
-            self.next_container_check_ms = now + self.config.container_check_interval_ms.max(1);
+            self.next_container_check_ms = now + self.settings.container_check_interval_ms.max(1);
             self.check_containers();
         }
     }
@@ -973,8 +966,8 @@ impl Core {
     /// ZooKeeper's `ContainerManager`: empty containers that once had children, and empty TTL
     /// nodes unchanged for longer than their ttl, are deleted (at most maxPerMinute a minute).
     fn check_containers(&mut self) {
-        let now_wall = wall_ms();
-        let never_used_ms = self.container_max_never_used_ms();
+        let now_wall = self.wall_ms();
+        let never_used_ms = self.settings.container_max_never_used_ms;
         let mut candidates = Vec::new();
         for p in self.tree.containers() {
             let Some(node) = self.tree.get(p) else {
@@ -999,13 +992,15 @@ impl Core {
                 }
             }
         }
-        let per_check = (u64::from(self.config.container_max_per_minute)
-            * self.config.container_check_interval_ms
+        let per_check = (u64::from(self.settings.container_max_per_minute)
+            * self.settings.container_check_interval_ms
             / 60_000)
             .max(1);
         for p in candidates.into_iter().take(per_check as usize) {
-            if self.replica.is_some() {
-                self.submit_work(crate::replication::Work::DeleteContainer { path: p });
+            if self.ensemble.is_some() {
+                if self.backlog_room() > 0 {
+                    self.submit_work(crate::ensemble::Work::DeleteContainer { path: p });
+                }
                 continue;
             }
             let zxid = self.next_zxid();
@@ -1014,17 +1009,6 @@ impl Core {
             tracing::debug!(path = %p, "deleting empty container or expired TTL node");
             self.commit(txn, AfterApply::Nothing);
         }
-    }
-
-    /// `znode.container.maxNeverUsedIntervalMs` (default 0: never-used containers are kept).
-    fn container_max_never_used_ms(&self) -> i64 {
-        self.config
-            .entries
-            .iter()
-            .rev()
-            .find(|(k, _)| k == "znode.container.maxNeverUsedIntervalMs")
-            .and_then(|(_, v)| v.parse().ok())
-            .unwrap_or(0)
     }
 
     // ---- helpers for reads and four-letter words -------------------------------------------

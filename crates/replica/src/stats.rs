@@ -1,7 +1,5 @@
 //! Counters behind srvr, stat, cons and mntr (`ServerStats`, `ServerCnxn` stats).
 
-use std::time::Instant;
-
 /// Latency bookkeeping in ms, as ZooKeeper reports it (min/avg/max).
 #[derive(Debug, Clone, Default)]
 pub struct Latency {
@@ -40,7 +38,8 @@ pub struct ServerStats {
 /// Per-connection statistics for `cons` and `stat`.
 #[derive(Debug, Clone)]
 pub struct ConnStats {
-    pub established: Instant,
+    /// When the connection was established ([`crate::Now::mono_ms`]).
+    pub established_ms: u64,
     pub established_wall_ms: i64,
     pub packets_received: u64,
     pub packets_sent: u64,
@@ -53,9 +52,9 @@ pub struct ConnStats {
 }
 
 impl ConnStats {
-    pub fn new(now: Instant, wall_ms: i64) -> ConnStats {
+    pub fn new(now_ms: u64, wall_ms: i64) -> ConnStats {
         ConnStats {
-            established: now,
+            established_ms: now_ms,
             established_wall_ms: wall_ms,
             packets_received: 0,
             packets_sent: 0,

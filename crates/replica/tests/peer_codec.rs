@@ -1,4 +1,4 @@
-//! The peer codec (`server::replication::codec`): every message round-trips, the layout is
+//! The peer codec (`replica::ensemble::codec`): every message round-trips, the layout is
 //! pinned by golden bytes, and hostile or damaged frames are refused without panicking and
 //! without allocating more than the frame can justify.
 //!
@@ -10,8 +10,8 @@ use proto::txn::{
     CreateTxn, DeleteTxn, ErrorTxn, SetAclTxn, SetDataTxn, Txn, TxnBody, TxnHeader,
 };
 use proto::{Acl, Id};
-use server::replication::codec::{self, decode, encode, tag, PeerMessage, FORMAT_VERSION};
-use server::replication::host_message::{Forwarded, HostMessage};
+use replica::ensemble::codec::{self, decode, encode, tag, PeerMessage, FORMAT_VERSION};
+use replica::ensemble::host_message::{Forwarded, HostMessage};
 use std::alloc::{GlobalAlloc, Layout, System};
 use std::cell::Cell;
 use std::sync::Arc;
@@ -319,6 +319,10 @@ fn host_examples() -> Vec<HostMessage> {
         HostMessage::EndSession {
             session_id: i64::MIN,
         },
+        HostMessage::Throttled {
+            session_id: 7,
+            xid: i32::MIN,
+        },
     ]
 }
 
@@ -355,7 +359,7 @@ fn the_examples_cover_every_tag() {
     let kinds: std::collections::BTreeSet<_> = examples().iter().map(kind).collect();
     let tags: std::collections::BTreeSet<_> = (0..=u8::MAX).filter_map(tag::name).collect();
     assert_eq!(kinds, tags);
-    assert_eq!(tags.len(), 21);
+    assert_eq!(tags.len(), 22);
 }
 
 #[test]

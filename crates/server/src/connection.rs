@@ -15,11 +15,11 @@
 use crate::core::CoreMsg;
 use crate::four_letter;
 use crate::limits::*;
-use crate::watch_manager::ConnId;
 use proto::frame::{parse_frame, FrameError};
 use proto::jute::{Reader, Record};
 use proto::request::Request;
 use proto::{ConnectRequest, RequestHeader};
+use replica::ConnId;
 use std::net::SocketAddr;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;

@@ -59,7 +59,7 @@ pub fn run(core: &mut Core, cmd: &str, asker: std::net::SocketAddr) -> String {
         cmd,
         "srvr" | "stat" | "mntr" | "cons" | "dump" | "wchs" | "wchc" | "wchp" | "hash"
     );
-    if needs_serving && core.replica.as_ref().is_some_and(|r| !r.serving) {
+    if needs_serving && core.replica.ensemble.as_deref().is_some_and(|r| !r.serving) {
         return NOT_SERVING.to_string();
     }
     match cmd {
@@ -75,19 +75,19 @@ pub fn run(core: &mut Core, cmd: &str, asker: std::net::SocketAddr) -> String {
         "wchp" => wchp(core),
         "isro" => "rw".to_string(),
         "crst" => {
-            for c in core.conns.values_mut() {
+            for c in core.replica.conns.values_mut() {
                 c.stats.reset();
             }
             "Connection stats reset.\n".to_string()
         }
         "srst" => {
-            core.stats = Default::default();
+            core.replica.stats = Default::default();
             "Server stats reset.\n".to_string()
         }
         "dirs" => "datadir_size: 0\nlogdir_size: 0\n".to_string(),
         "gtmk" => "0\n".to_string(),
         "stmk" => "0\n".to_string(),
-        "hash" => format!("{:x}\n", core.tree.digest()),
+        "hash" => format!("{:x}\n", core.replica.tree.digest()),
         _ => format!("{cmd} is not a four-letter word meerkat knows.\n"),
     }
 }
@@ -105,7 +105,7 @@ fn srvr(core: &Core, asker: Option<std::net::SocketAddr>) -> String {
     if let Some(asker) = asker {
         out.push_str("Clients:\n");
         let _ = writeln!(out, " /{asker}[0](queued=0,recved=1,sent=0)");
-        for c in core.conns.values() {
+        for c in core.replica.conns.values() {
             let _ = writeln!(
                 out,
                 " /{}[1](queued=0,recved={},sent={})",
@@ -114,7 +114,7 @@ fn srvr(core: &Core, asker: Option<std::net::SocketAddr>) -> String {
         }
         out.push('\n');
     }
-    let l = &core.stats.latency;
+    let l = &core.replica.stats.latency;
     let _ = writeln!(
         out,
         "Latency min/avg/max: {}/{:.4}/{}",
@@ -122,18 +122,18 @@ fn srvr(core: &Core, asker: Option<std::net::SocketAddr>) -> String {
         l.avg(),
         l.max_ms
     );
-    let _ = writeln!(out, "Received: {}", core.stats.packets_received);
-    let _ = writeln!(out, "Sent: {}", core.stats.packets_sent);
-    let _ = writeln!(out, "Connections: {}", core.conns.len());
+    let _ = writeln!(out, "Received: {}", core.replica.stats.packets_received);
+    let _ = writeln!(out, "Sent: {}", core.replica.stats.packets_sent);
+    let _ = writeln!(out, "Connections: {}", core.replica.conns.len());
     let _ = writeln!(out, "Outstanding: {}", (core.outstanding)());
-    let _ = writeln!(out, "Zxid: 0x{:x}", core.last_zxid());
+    let _ = writeln!(out, "Zxid: 0x{:x}", core.replica.last_zxid());
     let _ = writeln!(out, "Mode: {}", server_state(core));
     let _ = writeln!(out, "Node count: {}", node_count(core));
     if core.config.diskless {
         // Not in ZooKeeper's srvr; stated so nobody mistakes the mode at 3 a.m.
         out.push_str("Durability: diskless\n");
     }
-    if let Some(r) = core.replica.as_ref().filter(|r| r.is_leader()) {
+    if let Some(r) = core.replica.ensemble.as_deref().filter(|r| r.is_leader()) {
         let s = &r.stats;
         let (min, max) = if s.proposals == 0 {
             (-1, -1)
@@ -152,7 +152,7 @@ fn srvr(core: &Core, asker: Option<std::net::SocketAddr>) -> String {
 
 /// `standalone`, or the member's role as ZooKeeper names it.
 fn server_state(core: &Core) -> &'static str {
-    match core.replica.as_ref() {
+    match core.replica.ensemble.as_deref() {
         None => "standalone",
         Some(r) => r.role_name(),
     }
@@ -160,11 +160,11 @@ fn server_state(core: &Core) -> &'static str {
 
 /// ZooKeeper counts the root twice (its node map holds "" and "/").
 fn node_count(core: &Core) -> usize {
-    core.tree.node_count() + 1
+    core.replica.tree.node_count() + 1
 }
 
 fn mntr(core: &Core) -> String {
-    let l = &core.stats.latency;
+    let l = &core.replica.stats.latency;
     let mut lines: Vec<(&str, String)> = vec![
         ("zk_version", version_line()),
         ("zk_server_state", server_state(core).into()),
@@ -173,22 +173,34 @@ fn mntr(core: &Core) -> String {
         ("zk_min_latency", l.min_ms.to_string()),
         (
             "zk_packets_received",
-            core.stats.packets_received.to_string(),
+            core.replica.stats.packets_received.to_string(),
         ),
-        ("zk_packets_sent", core.stats.packets_sent.to_string()),
-        ("zk_num_alive_connections", core.conns.len().to_string()),
+        (
+            "zk_packets_sent",
+            core.replica.stats.packets_sent.to_string(),
+        ),
+        (
+            "zk_num_alive_connections",
+            core.replica.conns.len().to_string(),
+        ),
         ("zk_outstanding_requests", (core.outstanding)().to_string()),
         ("zk_znode_count", node_count(core).to_string()),
-        ("zk_watch_count", core.watches.watch_count().to_string()),
+        (
+            "zk_watch_count",
+            core.replica.watches.watch_count().to_string(),
+        ),
         (
             "zk_ephemerals_count",
-            core.tree.ephemeral_count().to_string(),
+            core.replica.tree.ephemeral_count().to_string(),
         ),
         (
             "zk_approximate_data_size",
-            core.tree.approximate_data_size().to_string(),
+            core.replica.tree.approximate_data_size().to_string(),
         ),
-        ("zk_global_sessions", core.session_count().to_string()),
+        (
+            "zk_global_sessions",
+            core.replica.session_count().to_string(),
+        ),
         ("zk_local_sessions", "0".into()),
         ("zk_uptime", core.uptime_ms().to_string()),
         ("zk_connection_drop_probability", "0.0".into()),
@@ -219,7 +231,7 @@ fn mntr(core: &Core) -> String {
 /// A leader's learners and proposals, and every member's view of its ensemble, under
 /// ZooKeeper's names (`zk_learners`, `zk_synced_followers`, `zk_pending_syncs`, …).
 fn ensemble_metrics(core: &Core) -> Vec<(&'static str, String)> {
-    let Some(r) = core.replica.as_ref() else {
+    let Some(r) = core.replica.ensemble.as_deref() else {
         return vec![
             ("zk_last_proposal_size", "-1".into()),
             ("zk_max_proposal_size", "-1".into()),
@@ -264,7 +276,7 @@ fn ensemble_metrics(core: &Core) -> Vec<(&'static str, String)> {
         lines.push(("zk_synced_followers", synced(false)));
         lines.push(("zk_synced_non_voting_followers", "0".into()));
         lines.push(("zk_synced_observers", synced(true)));
-        lines.push(("zk_proposal_backlog", r.backlog.len().to_string()));
+        lines.push(("zk_proposal_backlog", r.backlog_len().to_string()));
     }
     lines
 }
@@ -273,14 +285,14 @@ fn ensemble_metrics(core: &Core) -> Vec<(&'static str, String)> {
 /// `snapshottime` summaries, in ms, and the start-up counters), so dashboards keep working.
 fn storage_metrics(core: &Core) -> Vec<(&'static str, String)> {
     use std::sync::atomic::Ordering::Relaxed;
-    let wal = core.persistence.wal_stats();
+    let wal = core.replica.store.wal_stats();
     let fsyncs = wal.fsyncs.load(Relaxed);
     let fsync_sum_ms = wal.fsync_micros_total.load(Relaxed) as f64 / 1000.0;
     let fsync_min_ms = match wal.fsync_micros_min.load(Relaxed) {
         u64::MAX => 0,
         us => us / 1000,
     };
-    let snaps = &core.persistence.snapshot_stats;
+    let snaps = &core.replica.store.snapshot_stats;
     let taken = snaps.taken.load(Relaxed);
     let snap_sum = snaps.total_millis.load(Relaxed);
     let avg = |sum: f64, n: u64| if n == 0 { 0.0 } else { sum / n as f64 };
@@ -308,11 +320,11 @@ fn storage_metrics(core: &Core) -> Vec<(&'static str, String)> {
         ("zk_sum_snapshottime", snap_sum.to_string()),
         (
             "zk_startup_txns_loaded",
-            core.startup.txns_loaded.to_string(),
+            core.replica.startup.txns_loaded.to_string(),
         ),
         (
             "zk_startup_snap_load_time",
-            core.startup.load_ms.to_string(),
+            core.replica.startup.load_ms.to_string(),
         ),
         (
             "zk_meerkat_log_records",
@@ -395,7 +407,7 @@ fn hostname() -> String {
 fn cons(core: &Core, asker: std::net::SocketAddr) -> String {
     let mut out = String::new();
     let _ = writeln!(out, " /{asker}[0](queued=0,recved=1,sent=0)");
-    for c in core.conns.values() {
+    for c in core.replica.conns.values() {
         let s = &c.stats;
         let _ = write!(
             out,
@@ -426,12 +438,12 @@ fn cons(core: &Core, asker: std::net::SocketAddr) -> String {
 
 fn dump(core: &Core, asker: std::net::SocketAddr) -> String {
     let mut out = String::from("SessionTracker dump:\n");
-    let buckets: Vec<_> = core.sessions.buckets().collect();
+    let buckets: Vec<_> = core.replica.sessions.buckets().collect();
     let _ = writeln!(
         out,
         "Session Sets ({})/({}):",
         buckets.len(),
-        core.sessions.len()
+        core.replica.sessions.len()
     );
     let now_mono = core.uptime_ms() as i64;
     for (at, sessions) in buckets {
@@ -442,7 +454,7 @@ fn dump(core: &Core, asker: std::net::SocketAddr) -> String {
         }
     }
     out.push_str("ephemeral nodes dump:\n");
-    let with: Vec<_> = core.tree.sessions_with_ephemerals().collect();
+    let with: Vec<_> = core.replica.tree.sessions_with_ephemerals().collect();
     let _ = writeln!(out, "Sessions with Ephemerals ({}):", with.len());
     for (session, paths) in with {
         let _ = writeln!(out, "0x{session:x}:");
@@ -451,11 +463,11 @@ fn dump(core: &Core, asker: std::net::SocketAddr) -> String {
         }
     }
     out.push_str("Connections dump:\n");
-    let total = core.conns.len() + 1;
+    let total = core.replica.conns.len() + 1;
     let _ = writeln!(out, "Connections Sets (1)/({total}):");
     let _ = writeln!(out, "{total} expire at {}:", java_date(wall_ms()));
     let _ = writeln!(out, "\tip: /{asker} sessionId: 0x0");
-    for c in core.conns.values() {
+    for c in core.replica.conns.values() {
         let _ = writeln!(
             out,
             "\tip: /{} sessionId: 0x{:x}",
@@ -497,25 +509,26 @@ fn java_date(epoch_ms: i64) -> String {
 }
 
 fn session_label(core: &Core, conn: u64) -> String {
-    core.conns
+    core.replica
+        .conns
         .get(&conn)
         .and_then(|c| c.session_id)
         .map_or_else(|| format!("conn{conn}"), |s| format!("0x{s:x}"))
 }
 
 fn wchs(core: &Core) -> String {
-    let by_conn = core.watches.by_connection();
+    let by_conn = core.replica.watches.by_connection();
     format!(
         "{} connections watching {} paths\nTotal watches:{}\n",
         by_conn.len(),
-        core.watches.path_count(),
-        core.watches.data_watch_count()
+        core.replica.watches.path_count(),
+        core.replica.watches.data_watch_count()
     )
 }
 
 fn wchc(core: &Core) -> String {
     let mut out = String::new();
-    let mut by_conn: Vec<_> = core.watches.by_connection().into_iter().collect();
+    let mut by_conn: Vec<_> = core.replica.watches.by_connection().into_iter().collect();
     by_conn.sort();
     for (conn, paths) in by_conn {
         let _ = writeln!(out, "{}", session_label(core, conn));
@@ -528,7 +541,7 @@ fn wchc(core: &Core) -> String {
 
 fn wchp(core: &Core) -> String {
     let mut out = String::new();
-    let mut by_path: Vec<_> = core.watches.by_path().into_iter().collect();
+    let mut by_path: Vec<_> = core.replica.watches.by_path().into_iter().collect();
     by_path.sort();
     for (p, conns) in by_path {
         let _ = writeln!(out, "{p}");

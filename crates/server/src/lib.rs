@@ -1,30 +1,23 @@
-//! The meerkat server: the I/O shell around the data tree.
+//! The meerkat server: the I/O shell around the [`replica`], which decides everything.
 //!
 //! # Layout
 //! * [`config`]: zoo.cfg as Apache ZooKeeper reads it.
 //! * [`listener`], [`connection`]: sockets, framing, flow control, batched writes.
-//! * [`core`]: the single task that owns the tree, sessions and watches and answers requests in
-//!   order; [`reads`] answers the requests that need no transaction.
-//! * [`session_tracker`], [`watch_manager`], [`java_random`]: sessions' expiry, watches,
-//!   ZooKeeper-compatible session passwords.
-//! * [`four_letter`], [`stats`]: operators' view.
-//! * [`peers`]: connections between ensemble members (FIFO frames, reconnects).
-//! * [`limits`]: every bound, in one place.
+//! * [`core`]: the single task that owns the replica, feeds it inputs with the time and
+//!   executes its outputs.
+//! * [`four_letter`]: operators' view.
+//! * [`peers`]: connections between ensemble members (FIFO frames, reconnects);
+//!   [`replication`]: `myid` and the `server.N` lines.
+//! * [`limits`]: every bound of the shell, in one place.
 
 pub mod config;
 pub mod connection;
 pub mod core;
 pub mod four_letter;
-pub mod java_random;
 pub mod limits;
 pub mod listener;
 pub mod peers;
-mod reads;
 pub mod replication;
-mod replies;
-pub mod session_tracker;
-pub mod stats;
-pub mod watch_manager;
 
 use crate::config::ServerConfig;
 use crate::connection::Shared;
@@ -167,13 +160,25 @@ pub async fn start(config: ServerConfig) -> Result<RunningServer, StartError> {
         .as_ref()
         .map(|_| zab_boot(&persistence, &recovered, config.diskless))
         .transpose()?;
-    let mut core = Core::new(
-        config.clone(),
-        global_permits,
-        outstanding,
+    let clock = std::time::Instant::now();
+    let now = replica::Now {
+        mono_ms: 0,
+        wall_ms: core::wall_ms(),
+    };
+    let replica = replica::Replica::new(
+        replica_settings(&config),
         persistence,
         recovered,
         load_ms,
+        now,
+    );
+    let mut core = Core::new(
+        replica,
+        config.clone(),
+        global_permits,
+        outstanding,
+        progress_tx.clone(),
+        clock,
     );
     let mut peer_rx = None;
     if let (Some(membership), Some(boot)) = (membership, boot) {
@@ -185,7 +190,6 @@ pub async fn start(config: ServerConfig) -> Result<RunningServer, StartError> {
                 address: transport_config.listen,
                 source,
             })?;
-        let clock = std::time::Instant::now();
         // Room for every server's clients' writes in flight, so the backlog rarely forms.
         let in_flight = config.global_outstanding_limit.max(1) as usize * membership.members();
         let mut zab_config = membership.zab_config(config.tick_time_ms, in_flight);
@@ -202,16 +206,16 @@ pub async fn start(config: ServerConfig) -> Result<RunningServer, StartError> {
             logged = boot.log.len(),
             "joining the ensemble"
         );
-        let zab = zab::Zab::new(zab_config, boot, 0)?;
-        let replica = replication::Replica::new(
+        let zab = zab::Zab::new(zab_config, boot, core.now().mono_ms)?;
+        let peers = membership.peers.keys().copied().collect();
+        let ensemble = replica::ensemble::Ensemble::new(
             zab,
-            transport,
-            membership,
-            clock,
+            membership.me,
+            peers,
             in_flight * 4 + 1024,
-            progress_tx.clone(),
+            core.now().mono_ms,
         );
-        core.join_ensemble(replica);
+        core.join_ensemble(transport, ensemble);
         peer_rx = Some(rx);
     }
     let mode = if peer_rx.is_some() {
@@ -258,6 +262,27 @@ pub async fn start(config: ServerConfig) -> Result<RunningServer, StartError> {
         core_task,
         accept_task,
     })
+}
+
+/// What the replica decides with, from zoo.cfg.
+fn replica_settings(config: &ServerConfig) -> replica::Settings {
+    replica::Settings {
+        tick_time_ms: config.tick_time_ms,
+        min_session_timeout_ms: config.min_session_timeout_ms,
+        max_session_timeout_ms: config.max_session_timeout_ms,
+        extended_types_enabled: config.extended_types_enabled,
+        super_digest: config.super_digest.clone(),
+        container_check_interval_ms: config.container_check_interval_ms,
+        container_max_per_minute: config.container_max_per_minute,
+        // `znode.container.maxNeverUsedIntervalMs` (default 0: never-used containers are kept).
+        container_max_never_used_ms: config
+            .entries
+            .iter()
+            .rev()
+            .find(|(k, _)| k == "znode.container.maxNeverUsedIntervalMs")
+            .and_then(|(_, v)| v.parse().ok())
+            .unwrap_or(0),
+    }
 }
 
 fn persistence_options(
@@ -428,17 +453,10 @@ async fn run_core(
             biased;
             changed = progress.changed() => {
                 if changed.is_err() {
-                    core.fail("the log writer stopped".into());
+                    core.replica.fail("the log writer stopped".into());
                 } else {
                     let report = progress.borrow_and_update().clone();
-                    if ensemble {
-                        core.on_log_durable(report.durable_zxid);
-                    } else {
-                        core.on_durable(report.durable_zxid);
-                    }
-                    if let Some(failure) = report.failure {
-                        core.fail(failure);
-                    }
+                    core.on_progress(report);
                 }
             }
             Some(event) = next_peer_event(&mut peer_rx) => core.on_peer_event(event),
@@ -446,10 +464,10 @@ async fn run_core(
                 Some(msg) => core.handle(msg),
                 None => return Ok(()),
             },
-            _ = zab_tick.tick(), if ensemble => core.replica_tick(),
+            _ = zab_tick.tick(), if ensemble => core.zab_tick(),
             _ = tick.tick() => core.tick(),
         }
-        if let Some(fatal) = core.fatal.take() {
+        if let Some(fatal) = core.replica.fatal.take() {
             return Err(fatal);
         }
     }

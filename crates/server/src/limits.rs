@@ -1,4 +1,5 @@
-//! Every bound the server enforces, in one place (STYLE.md: everything is bounded).
+//! Every bound the I/O shell enforces, in one place (STYLE.md: everything is bounded); the
+//! replica's own are in `replica::limits`.
 
 /// Requests a single connection may have in flight before the server stops reading from it.
 pub const CONNECTION_REQUESTS_IN_FLIGHT_MAX: usize = 1000;
@@ -15,13 +16,6 @@ pub const READ_CHUNK_BYTES: usize = 64 << 10;
 
 /// Largest batch of replies written with one syscall.
 pub const WRITE_BATCH_BYTES_MAX: usize = 256 << 10;
-
-/// Sessions expired per tick, so that a mass expiry cannot stall the server for long.
-pub const EXPIRIES_PER_TICK_MAX: usize = 10_000;
-
-/// Watches one connection may register; past it further watch requests still succeed as reads
-/// but register nothing (logged), so a client cannot grow server memory without bound.
-pub const WATCHES_PER_CONNECTION_MAX: usize = 1_000_000;
 
 const _: () = assert!(WRITE_BATCH_BYTES_MAX < CONNECTION_OUTBOUND_BYTES_MAX);
 

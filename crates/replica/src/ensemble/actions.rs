@@ -6,27 +6,29 @@
 
 use super::codec::{self, PeerMessage};
 use super::host_message::HostMessage;
-use super::replica::{Replica, Waiting, DIGEST_CHECKS_MAX};
-use crate::core::Core;
+use super::state::{Ensemble, Waiting};
+use crate::limits::DIGEST_CHECKS_MAX;
+use crate::replica::{Replica, ReplyTo};
+use crate::store::Store;
+use crate::Output;
 use proto::txn::TxnBody;
 use proto::Record;
 use std::sync::Arc;
-use storage::Persistence;
-use zab::{Action, Message, Role, SharedEntry, Sid, Zxid};
+use zab::{Action, Role, SharedEntry, Sid, Zxid};
 
-impl Core {
-    pub(crate) fn replica(&mut self) -> Option<&mut Replica> {
-        self.replica.as_deref_mut()
+impl<S: Store> Replica<S> {
+    pub(crate) fn ensemble(&mut self) -> Option<&mut Ensemble> {
+        self.ensemble.as_deref_mut()
     }
 
     /// Runs Zab's pending actions until there are none, then reacts to a change of serving.
     pub(crate) fn run_zab(&mut self) {
         let mut delivered = false;
         loop {
-            let Some(replica) = self.replica() else {
+            let Some(ensemble) = self.ensemble() else {
                 return;
             };
-            let actions = replica.zab.poll_actions();
+            let actions = ensemble.zab.poll_actions();
             if actions.is_empty() {
                 break;
             }
@@ -50,39 +52,39 @@ impl Core {
     /// then may its snapshots carry the epoch as their label. An amnesiac boot votes with the
     /// label, so a label above what the state holds could elect a leader lacking writes.
     fn label_applied_state(&mut self) {
-        if !self.persistence.is_diskless() {
+        if !self.store.is_diskless() {
             return;
         }
-        let Some(replica) = self.replica.as_deref() else {
+        let Some(ensemble) = self.ensemble.as_deref() else {
             return;
         };
-        if replica.zab.is_serving() {
-            let epoch = replica.zab.current_epoch();
-            self.persistence.set_epoch_label(epoch);
+        if ensemble.zab.is_serving() {
+            let epoch = ensemble.zab.current_epoch();
+            self.store.set_epoch_label(epoch);
         }
     }
 
     fn execute(&mut self, action: Action) {
-        let Some(replica) = self.replica.as_deref_mut() else {
+        let Some(ensemble) = self.ensemble.as_deref_mut() else {
             return;
         };
         match action {
-            Action::Send { to, msg } => send(replica, to, &PeerMessage::Zab(msg)),
-            Action::Disconnect { peer } => replica.transport.disconnect(peer),
+            Action::Send { to, msg } => send(ensemble, to, &PeerMessage::Zab(msg)),
+            Action::Disconnect { peer } => ensemble.outbox.push(Output::DisconnectPeer { peer }),
             Action::SaveAcceptedEpoch(epoch) => {
-                if let Err(e) = self.persistence.save_accepted_epoch(epoch) {
+                if let Err(e) = self.store.save_accepted_epoch(epoch) {
                     self.fail(format!("cannot save acceptedEpoch {epoch}: {e}"));
                 }
             }
             Action::SaveCurrentEpoch(epoch) => {
-                if let Err(e) = self.persistence.save_current_epoch(epoch) {
+                if let Err(e) = self.store.save_current_epoch(epoch) {
                     self.fail(format!("cannot save currentEpoch {epoch}: {e}"));
                 }
             }
             Action::Append(entry) => {
-                if replica.is_leader() {
+                if ensemble.is_leader() {
                     let bytes = proposal_bytes(&entry);
-                    let s = &mut replica.stats;
+                    let s = &mut ensemble.stats;
                     s.proposals += 1;
                     s.last_proposal_bytes = bytes;
                     s.max_proposal_bytes = s.max_proposal_bytes.max(bytes);
@@ -92,7 +94,7 @@ impl Core {
                         s.min_proposal_bytes.min(bytes)
                     };
                 }
-                if let Err(e) = self.persistence.append(&entry.txn) {
+                if let Err(e) = self.store.append(&entry.txn) {
                     self.fail(format!("cannot append to the transaction log: {e}"));
                 }
             }
@@ -101,18 +103,18 @@ impl Core {
                     zxid = %zxid,
                     "truncating the log to the leader's history (TRUNC)"
                 );
-                if let Err(e) = self.persistence.truncate_log_after(zxid.as_i64()) {
+                if let Err(e) = self.store.truncate_log_after(zxid.as_i64()) {
                     self.fail(format!("cannot truncate the log after {zxid}: {e}"));
                     return;
                 }
-                reset_durable_reports(replica, zxid);
+                reset_durable_reports(ensemble, zxid);
             }
             Action::SaveSnapshot { zxid, image } => {
                 tracing::info!(zxid = %zxid, bytes = image.len(), "saving the leader's snapshot (SNAP)");
-                match self.persistence.replace_with_snapshot(&image) {
+                match self.store.replace_with_snapshot(&image) {
                     Ok(tree) if tree.last_processed_zxid() == zxid.as_i64() => {
-                        reset_durable_reports(replica, zxid);
-                        replica.installed = Some((zxid.as_i64(), tree));
+                        reset_durable_reports(ensemble, zxid);
+                        ensemble.installed = Some((zxid.as_i64(), tree));
                     }
                     Ok(tree) => self.fail(format!(
                         "the leader's snapshot for {zxid} holds {:#x}",
@@ -129,29 +131,13 @@ impl Core {
                     ));
                     return;
                 }
-                // Encoded from a frozen copy on its own thread: at a million znodes that takes
-                // about a second, which the core task (and every client) must not wait for.
-                // The frame keeps its place in the peer's queue meanwhile.
-                let frozen = self.tree.freeze();
-                let (tx, rx) = tokio::sync::oneshot::channel();
-                let spawned = std::thread::Builder::new()
-                    .name("meerkat-snap-send".into())
-                    .spawn(move || {
-                        let started = std::time::Instant::now();
-                        let image = Arc::new(Persistence::snapshot_bytes_of(&frozen));
-                        let bytes = image.len();
-                        let _ = tx.send(codec::encode(&PeerMessage::Zab(Message::Snap {
-                            zxid,
-                            image,
-                        })));
-                        tracing::info!(peer = to, zxid = %zxid, bytes, ms = started.elapsed().as_millis() as u64, "sending a snapshot (SNAP)");
-                    });
-                if let Err(e) = spawned {
-                    // The dropped sender breaks the connection; the learner syncs again.
-                    tracing::error!(peer = to, error = %e, "could not start encoding a snapshot");
-                }
-                if let Some(replica) = self.replica() {
-                    replica.transport.send_later(to, rx);
+                // Encoded by the host off the request path: at a million znodes that takes
+                // about a second, which no client should wait for.
+                let tree = self.tree.freeze();
+                if let Some(ensemble) = self.ensemble() {
+                    ensemble
+                        .outbox
+                        .push(Output::SendSnapshot { to, zxid, tree });
                 }
             }
             Action::InstallSnapshot { zxid, image } => self.install_snapshot(zxid, &image),
@@ -164,7 +150,7 @@ impl Core {
     }
 
     fn install_snapshot(&mut self, zxid: Zxid, image: &[u8]) {
-        let saved = self.replica().and_then(|r| r.installed.take());
+        let saved = self.ensemble().and_then(|r| r.installed.take());
         let tree = match saved {
             Some((at, tree)) if at == zxid.as_i64() => tree,
             _ => match storage::snapshot_file::decode_bytes(image) {
@@ -190,7 +176,7 @@ impl Core {
         };
         let reply = self.waiting_write(session_id, txn.header.cxid);
         let connect = created.and_then(|_| {
-            self.replica()
+            self.ensemble()
                 .and_then(|r| r.connecting.remove(&session_id))
         });
         self.apply(txn, reply);
@@ -210,9 +196,9 @@ impl Core {
     }
 
     /// The head of the session's connection queue, if it is the write with this cxid.
-    fn waiting_write(&mut self, session_id: i64, cxid: i32) -> Option<crate::core::ReplyTo> {
+    fn waiting_write(&mut self, session_id: i64, cxid: i32) -> Option<ReplyTo> {
         let conn = self.session_conn.get(&session_id).copied()?;
-        let queue = self.replica.as_deref_mut()?.queues.get_mut(&conn)?;
+        let queue = self.ensemble.as_deref_mut()?.queues.get_mut(&conn)?;
         match queue.front() {
             Some(Waiting::Write(r)) if r.xid == cxid => match queue.pop_front() {
                 Some(Waiting::Write(r)) => Some(r),
@@ -222,28 +208,36 @@ impl Core {
         }
     }
 
-    /// Answers the reads at the head of a connection's queue, up to its next write.
+    /// Answers what waits at the head of a connection's queue up to its next write: reads,
+    /// and writes the leader refused.
     pub(crate) fn answer_waiting_reads(&mut self, conn: crate::watch_manager::ConnId) {
         loop {
-            let Some(replica) = self.replica.as_deref_mut() else {
+            let Some(ensemble) = self.ensemble.as_deref_mut() else {
                 return;
             };
-            let Some(queue) = replica.queues.get_mut(&conn) else {
+            let Some(queue) = ensemble.queues.get_mut(&conn) else {
                 return;
             };
-            if !matches!(queue.front(), Some(Waiting::Read { .. })) {
-                if queue.is_empty() {
-                    replica.queues.remove(&conn);
+            match queue.front() {
+                Some(Waiting::Read { .. } | Waiting::Throttled(_)) => {}
+                Some(Waiting::Write(_)) => return,
+                None => {
+                    ensemble.queues.remove(&conn);
+                    return;
                 }
-                return;
             }
-            if let Some(Waiting::Read {
-                xid,
-                request,
-                received,
-            }) = queue.pop_front()
-            {
-                self.handle_read(conn, xid, request, received);
+            match queue.pop_front() {
+                Some(Waiting::Read {
+                    xid,
+                    request,
+                    received_ms,
+                }) => self.handle_read(conn, xid, request, received_ms),
+                Some(Waiting::Throttled(reply)) => {
+                    let zxid = self.last_zxid();
+                    let code = proto::ErrorCode::ThrottledOp.code();
+                    self.finish_reply(conn, reply.xid, zxid, code, None, reply.received_ms);
+                }
+                _ => {}
             }
         }
     }
@@ -252,16 +246,16 @@ impl Core {
     fn after_deliveries(&mut self) {
         let zxid = self.tree.last_processed_zxid();
         let digest = self.tree.digest();
-        let Some(replica) = self.replica() else {
+        let Some(ensemble) = self.ensemble() else {
             return;
         };
-        if !replica.is_leader() {
+        if !ensemble.is_leader() {
             return;
         }
-        let peers: Vec<Sid> = replica.membership.peers.keys().copied().collect();
         let msg = PeerMessage::Host(HostMessage::DigestAt { zxid, digest });
-        for to in peers {
-            send(replica, to, &msg);
+        for i in 0..ensemble.peers.len() {
+            let to = ensemble.peers[i];
+            send(ensemble, to, &msg);
         }
         // Room in the pipeline may have opened for waiting work.
         self.drain_backlog();
@@ -270,34 +264,34 @@ impl Core {
     /// A learner records the leader's digest for `zxid` and checks it once applied.
     pub(crate) fn on_digest_at(&mut self, zxid: i64, digest: u64) {
         let applied = self.tree.last_processed_zxid();
-        let Some(replica) = self.replica() else {
+        let Some(ensemble) = self.ensemble() else {
             return;
         };
         if zxid > applied {
-            if replica.digest_checks.len() >= DIGEST_CHECKS_MAX {
-                replica.digest_checks.pop_front();
+            if ensemble.digest_checks.len() >= DIGEST_CHECKS_MAX {
+                ensemble.digest_checks.pop_front();
             }
-            replica.digest_checks.push_back((zxid, digest));
+            ensemble.digest_checks.push_back((zxid, digest));
         } else if zxid == applied {
-            replica.digest_checks.push_back((zxid, digest));
+            ensemble.digest_checks.push_back((zxid, digest));
             self.check_digest_at(zxid);
         }
     }
 
     fn check_digest_at(&mut self, zxid: i64) {
         let local = self.tree.digest();
-        let Some(replica) = self.replica() else {
+        let Some(ensemble) = self.ensemble() else {
             return;
         };
-        while let Some(&(at, leader)) = replica.digest_checks.front() {
+        while let Some(&(at, leader)) = ensemble.digest_checks.front() {
             if at > zxid {
                 return;
             }
-            replica.digest_checks.pop_front();
+            ensemble.digest_checks.pop_front();
             if at < zxid {
                 continue;
             }
-            replica.stats.digest_checks += 1;
+            ensemble.stats.digest_checks += 1;
             if leader != local {
                 tracing::error!(
                     zxid = format!("{zxid:#x}"),
@@ -307,24 +301,24 @@ impl Core {
                      transactions: it stops serving (restart it with an empty data dir to \
                      resync from the leader)"
                 );
-                replica.zab.halt("digest mismatch");
+                ensemble.zab.halt("digest mismatch");
                 return;
             }
         }
     }
 
     fn role_changed(&mut self, role: Role, epoch: u32) {
-        let Some(replica) = self.replica() else {
+        let Some(ensemble) = self.ensemble() else {
             return;
         };
-        let before = replica.role;
-        replica.role = role;
-        tracing::info!(role = replica.role_name(), epoch, "role changed");
+        let before = ensemble.role;
+        ensemble.role = role;
+        tracing::info!(role = ensemble.role_name(), epoch, "role changed");
         if role == Role::Leading {
             // A new leader owns expiry: every session gets a full timeout from now, as after
             // a restart; owners are learned again as clients reconnect.
-            replica.owners.clear();
-            replica.backlog.clear();
+            ensemble.owners.clear();
+            ensemble.backlog.clear();
             self.prep = tree::Prep::default();
             self.reset_session_expiry();
         }
@@ -332,7 +326,7 @@ impl Core {
             self.prep = tree::Prep::default();
         }
         let lost = matches!(before, Role::Leading | Role::Following | Role::Observing);
-        if role == Role::Looking && lost && self.persistence.is_diskless() {
+        if role == Role::Looking && lost && self.store.is_diskless() {
             self.failure_checkpoint();
         }
     }
@@ -342,63 +336,64 @@ impl Core {
     /// acknowledged that are not committed yet, so that its disk again holds everything it
     /// acknowledged: after a restart it may vote, and if it leads it re-proposes them.
     fn failure_checkpoint(&mut self) {
-        let Some(replica) = self.replica.as_deref() else {
+        let Some(ensemble) = self.ensemble.as_deref() else {
             return;
         };
         let txns = |entries: Vec<zab::SharedEntry>| entries.iter().map(|e| e.txn.clone()).collect();
-        let undelivered: Vec<proto::txn::Txn> = txns(replica.zab.undelivered());
-        let zab = &replica.zab;
+        let undelivered: Vec<proto::txn::Txn> = txns(ensemble.zab.undelivered());
+        let zab = &ensemble.zab;
         let since = |zxid: i64| zab.entries_since(zab::Zxid::from_i64(zxid)).map(txns);
-        if let Err(e) = self.persistence.checkpoint(&self.tree, &undelivered, since) {
+        if let Err(e) = self.store.checkpoint(&self.tree, &undelivered, &since) {
             tracing::error!(error = %e, "diskless: the failure checkpoint failed; after a restart this server will not vote until a leader has brought it up to date");
         }
     }
 
     /// Opens or closes the doors to clients when Zab starts or stops serving.
     fn update_serving(&mut self) {
-        let Some(replica) = self.replica() else {
+        let now_ms = self.now_ms();
+        let Some(ensemble) = self.ensemble() else {
             return;
         };
-        let serving = replica.zab.is_serving();
-        if serving == replica.serving {
+        let serving = ensemble.zab.is_serving();
+        if serving == ensemble.serving {
             return;
         }
-        replica.serving = serving;
+        ensemble.serving = serving;
         if serving {
-            let waited = replica
+            let waited = ensemble
                 .not_serving_since
                 .take()
-                .map_or(0, |t| t.elapsed().as_millis() as u64);
-            replica.stats.elections += 1;
-            replica.stats.last_election_ms = waited;
-            if replica.zab.elected_by_full_house() {
-                replica.stats.full_house_elections += 1;
+                .map_or(0, |since| now_ms.saturating_sub(since));
+            ensemble.stats.elections += 1;
+            ensemble.stats.last_election_ms = waited;
+            if ensemble.zab.elected_by_full_house() {
+                ensemble.stats.full_house_elections += 1;
                 tracing::warn!(
-                    epoch = replica.zab.current_epoch(),
-                    zxid = %replica.zab.delivered(),
+                    epoch = ensemble.zab.current_epoch(),
+                    zxid = %ensemble.zab.delivered(),
                     "diskless: elected by a full house: too few voters kept what they acknowledged \
                      to form a quorum, so every voter agreed on the best state any of them had. \
                      Writes acknowledged after it (if any) were lost with the servers that held them"
                 );
             }
             tracing::info!(
-                role = replica.role_name(),
-                leader = replica.zab.leader(),
-                epoch = replica.zab.current_epoch(),
+                role = ensemble.role_name(),
+                leader = ensemble.zab.leader(),
+                epoch = ensemble.zab.current_epoch(),
                 zxid = format!("{:#x}", self.tree.last_processed_zxid()),
                 after_ms = waited,
                 "serving clients"
             );
         } else {
-            replica.not_serving_since = Some(std::time::Instant::now());
-            replica.queues.clear();
-            replica.connecting.clear();
-            replica.revalidating.clear();
-            replica.backlog.clear();
-            replica.touched.clear();
-            replica.digest_checks.clear();
+            ensemble.not_serving_since = Some(now_ms);
+            ensemble.queues.clear();
+            ensemble.connecting.clear();
+            ensemble.revalidating.clear();
+            ensemble.backlog.clear();
+            ensemble.touched.clear();
+            ensemble.digest_checks.clear();
             tracing::warn!(
-                role = replica.role_name(),
+                role = ensemble.role_name(),
                 "stopped serving clients until a leader is established; closing client connections"
             );
             let conns: Vec<_> = self.conns.keys().copied().collect();
@@ -410,16 +405,17 @@ impl Core {
 }
 
 /// Encodes and queues one message for a peer.
-pub(crate) fn send(replica: &Replica, to: Sid, msg: &PeerMessage) {
-    replica.transport.send(to, codec::encode(msg));
+pub(crate) fn send(ensemble: &mut Ensemble, to: Sid, msg: &PeerMessage) {
+    ensemble.outbox.push(Output::ToPeer {
+        to,
+        frame: codec::encode(msg),
+    });
 }
 
 /// After TRUNC or SNAP the log ends at `zxid`: a durability report from before must not mark
 /// the entries that will be appended after it durable.
-fn reset_durable_reports(replica: &Replica, zxid: Zxid) {
-    replica
-        .progress
-        .send_modify(|p| p.durable_zxid = p.durable_zxid.min(zxid.as_i64()));
+fn reset_durable_reports(ensemble: &mut Ensemble, zxid: Zxid) {
+    ensemble.outbox.push(Output::ResetDurableReports { zxid });
 }
 
 fn proposal_bytes(entry: &zab::Entry) -> usize {

@@ -97,6 +97,8 @@ pub mod tag {
     pub const DIGEST_AT: u8 = 0x46;
     /// session i64.
     pub const END_SESSION: u8 = 0x47;
+    /// session_id i64, xid i32.
+    pub const THROTTLED: u8 = 0x48;
 
     /// The message kind a tag names (as `Message::kind` / `HostMessage::kind` spell it), or
     /// `None` for a byte that is no tag.
@@ -123,6 +125,7 @@ pub mod tag {
             REVALIDATED => "REVALIDATED",
             DIGEST_AT => "DIGESTAT",
             END_SESSION => "ENDSESSION",
+            THROTTLED => "THROTTLED",
             _ => return None,
         })
     }
@@ -396,6 +399,7 @@ fn host_tag(msg: &HostMessage) -> u8 {
         HostMessage::Revalidated { .. } => tag::REVALIDATED,
         HostMessage::DigestAt { .. } => tag::DIGEST_AT,
         HostMessage::EndSession { .. } => tag::END_SESSION,
+        HostMessage::Throttled { .. } => tag::THROTTLED,
     }
 }
 
@@ -438,6 +442,10 @@ fn write_host_fields(w: &mut Writer, msg: &HostMessage) {
             write_u64(w, *digest);
         }
         HostMessage::EndSession { session_id } => w.write_i64(*session_id),
+        HostMessage::Throttled { session_id, xid } => {
+            w.write_i64(*session_id);
+            w.write_i32(*xid);
+        }
     }
 }
 
@@ -466,6 +474,10 @@ fn decode_host(tag: u8, r: &mut Reader<'_>) -> Result<Option<HostMessage>, Decod
         },
         tag::END_SESSION => HostMessage::EndSession {
             session_id: r.read_i64()?,
+        },
+        tag::THROTTLED => HostMessage::Throttled {
+            session_id: r.read_i64()?,
+            xid: r.read_i32()?,
         },
         _ => return Ok(None),
     };

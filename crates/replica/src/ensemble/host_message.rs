@@ -41,6 +41,12 @@ pub enum HostMessage {
     /// expired; the leader ends the session now, ephemerals included, rather than at its
     /// timeout (learner → leader).
     EndSession { session_id: i64 },
+    /// The leader's backlog was full, so it did not take the sender's request: the write
+    /// `xid` of `session_id` was never executed, or, for a session still being created, the
+    /// session was not created (leader → learner). The learner tells its client so
+    /// (ZooKeeper's THROTTLEDOP, or a closed connection for a connect) instead of leaving it
+    /// waiting for an answer that never comes.
+    Throttled { session_id: i64, xid: i32 },
 }
 
 impl HostMessage {
@@ -54,6 +60,7 @@ impl HostMessage {
             HostMessage::Revalidated { .. } => "REVALIDATED",
             HostMessage::DigestAt { .. } => "DIGESTAT",
             HostMessage::EndSession { .. } => "ENDSESSION",
+            HostMessage::Throttled { .. } => "THROTTLED",
         }
     }
 }

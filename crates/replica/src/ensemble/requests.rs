@@ -11,17 +11,18 @@
 use super::actions::send;
 use super::codec::{self, PeerMessage};
 use super::host_message::{Forwarded, HostMessage};
-use super::replica::{PendingConnect, Waiting, Work};
-use crate::core::{Core, ReplyTo};
-use crate::peers::{PeerEvent, Sid};
+use super::state::{PendingConnect, Waiting, Work};
+use crate::replica::{Replica, ReplyTo};
+use crate::store::Store;
 use crate::watch_manager::ConnId;
+use crate::{Now, Output};
 use proto::request::Request;
 use proto::txn::{ErrorTxn, Txn, TxnBody, TxnHeader};
 use proto::{ErrorCode, OpCode};
-use std::time::Instant;
 use tree::PrepContext;
+use zab::Sid;
 
-impl Core {
+impl<S: Store> Replica<S> {
     // ---- clients ---------------------------------------------------------------------------
 
     /// A client write (or sync) on an ensemble member: queue its reply, then propose it here
@@ -32,21 +33,21 @@ impl Core {
         session_id: i64,
         xid: i32,
         request: Request,
-        received: Instant,
+        received_ms: u64,
     ) {
         let auth_ids = self.auth_ids(conn);
-        let reply = ReplyTo::new(conn, xid, &request, received);
-        let Some(replica) = self.replica() else {
+        let reply = ReplyTo::new(conn, xid, &request, received_ms);
+        let Some(ensemble) = self.ensemble() else {
             return;
         };
-        replica
+        ensemble
             .queues
             .entry(conn)
             .or_default()
             .push_back(Waiting::Write(reply));
-        match replica.remote_leader() {
+        match ensemble.remote_leader() {
             Some(leader) => {
-                replica.stats.forwarded += 1;
+                ensemble.stats.forwarded += 1;
                 let mut body = proto::Writer::new();
                 request.encode_body(&mut body);
                 let msg = HostMessage::Forward(Forwarded {
@@ -56,10 +57,10 @@ impl Core {
                     body: body.into_inner(),
                     auth_ids,
                 });
-                send(replica, leader, &PeerMessage::Host(msg));
+                send(ensemble, leader, &PeerMessage::Host(msg));
             }
             None => {
-                let origin = replica.me();
+                let origin = ensemble.me();
                 self.submit_work(Work::Client {
                     origin,
                     session_id,
@@ -78,24 +79,24 @@ impl Core {
         conn: ConnId,
         xid: i32,
         request: Request,
-        received: Instant,
+        received_ms: u64,
     ) {
-        if let Some(queue) = self.replica().and_then(|r| r.queues.get_mut(&conn)) {
+        if let Some(queue) = self.ensemble().and_then(|r| r.queues.get_mut(&conn)) {
             queue.push_back(Waiting::Read {
                 xid,
                 request,
-                received,
+                received_ms,
             });
             return;
         }
-        self.handle_read(conn, xid, request, received);
+        self.handle_read(conn, xid, request, received_ms);
     }
 
     /// A learner remembers which sessions it served, for the leader's expiry.
     pub(crate) fn note_session_activity(&mut self, session_id: i64) {
-        if let Some(replica) = self.replica() {
-            if !replica.is_leader() {
-                replica.touched.insert(session_id);
+        if let Some(ensemble) = self.ensemble() {
+            if !ensemble.is_leader() {
+                ensemble.touched.insert(session_id);
             }
         }
     }
@@ -107,10 +108,10 @@ impl Core {
         read_only: Option<bool>,
     ) {
         let session_id = self.sessions.next_session_id();
-        let Some(replica) = self.replica() else {
+        let Some(ensemble) = self.ensemble() else {
             return;
         };
-        replica.connecting.insert(
+        ensemble.connecting.insert(
             session_id,
             PendingConnect {
                 conn,
@@ -119,9 +120,9 @@ impl Core {
             },
         );
         let timeout_ms = timeout_ms as i32;
-        match replica.remote_leader() {
+        match ensemble.remote_leader() {
             Some(leader) => send(
-                replica,
+                ensemble,
                 leader,
                 &PeerMessage::Host(HostMessage::CreateSession {
                     session_id,
@@ -129,7 +130,7 @@ impl Core {
                 }),
             ),
             None => {
-                let origin = replica.me();
+                let origin = ensemble.me();
                 self.submit_work(Work::CreateSession {
                     origin,
                     session_id,
@@ -152,18 +153,18 @@ impl Core {
             timeout_ms,
             read_only,
         };
-        let Some(replica) = self.replica() else {
+        let Some(ensemble) = self.ensemble() else {
             return;
         };
-        match replica.remote_leader() {
+        match ensemble.remote_leader() {
             Some(leader) => {
-                if let Some(old) = replica.revalidating.insert(session_id, pending) {
+                if let Some(old) = ensemble.revalidating.insert(session_id, pending) {
                     // The client gave up on the earlier attempt and tried again.
                     self.close_conn(old.conn);
                 }
-                if let Some(replica) = self.replica() {
+                if let Some(ensemble) = self.ensemble() {
                     send(
-                        replica,
+                        ensemble,
                         leader,
                         &PeerMessage::Host(HostMessage::Revalidate {
                             session_id,
@@ -173,7 +174,7 @@ impl Core {
                 }
             }
             None => {
-                let me = replica.me();
+                let me = ensemble.me();
                 let valid = self.revalidate(me, session_id, timeout_ms as i32);
                 self.finish_reattach(pending, session_id, valid);
             }
@@ -189,8 +190,8 @@ impl Core {
         self.sessions
             .set_timeout(session_id, timeout_ms.max(0) as u32);
         self.sessions.touch(session_id, now);
-        if let Some(replica) = self.replica() {
-            replica.owners.insert(session_id, origin);
+        if let Some(ensemble) = self.ensemble() {
+            ensemble.owners.insert(session_id, origin);
         }
         timeout_ms.max(1)
     }
@@ -219,34 +220,121 @@ impl Core {
     // ---- the leader --------------------------------------------------------------------------
 
     /// Proposes `work` now, or queues it behind earlier work while Zab's pipeline is full.
+    /// When the backlog is full too, the work is refused, never dropped: whoever asked for it
+    /// hears so ([`Replica::refuse_work`]).
     pub(crate) fn submit_work(&mut self, work: Work) {
-        let Some(replica) = self.replica() else {
+        let Some(ensemble) = self.ensemble() else {
             return;
         };
-        if !replica.backlog.is_empty() || replica.zab.next_zxid().is_none() {
-            if replica.backlog.len() >= replica.backlog_max {
-                tracing::error!(
-                    backlog = replica.backlog.len(),
-                    "leader backlog full: dropping a request (its client will time out and retry)"
-                );
+        if !ensemble.backlog.is_empty() || ensemble.zab.next_zxid().is_none() {
+            if ensemble.backlog.len() >= ensemble.backlog_max {
+                self.refuse_work(work);
                 return;
             }
-            replica.backlog.push_back(work);
+            ensemble.backlog.push_back(work);
             return;
         }
         self.propose_work(work);
     }
 
+    /// Work the leader's backlog has room for (the leader's own work waits for room rather
+    /// than being refused).
+    pub(crate) fn backlog_room(&self) -> usize {
+        self.ensemble
+            .as_deref()
+            .map_or(0, |e| e.backlog_max.saturating_sub(e.backlog.len()))
+    }
+
+    /// The backlog is full: the request's client is told it was not executed (ZooKeeper's
+    /// THROTTLEDOP; a connect is closed, and the client tries again), through its learner if
+    /// it came from one. Later requests of the same client are still answered in order.
+    fn refuse_work(&mut self, work: Work) {
+        let backlog = self.ensemble.as_deref().map_or(0, |e| e.backlog.len());
+        let Some(ensemble) = self.ensemble() else {
+            return;
+        };
+        let me = ensemble.me;
+        let (origin, session_id, xid) = match work {
+            Work::Client {
+                origin,
+                session_id,
+                xid,
+                ..
+            } => (origin, session_id, xid),
+            Work::CreateSession {
+                origin, session_id, ..
+            } => (origin, session_id, 0),
+            Work::Expire { session_id } => {
+                tracing::warn!(
+                    session = format!("0x{session_id:x}"),
+                    backlog,
+                    "leader backlog full: the session's end waits for the next expiry check"
+                );
+                return;
+            }
+            Work::DeleteContainer { path } => {
+                tracing::debug!(%path, backlog, "leader backlog full: the container waits for the next check");
+                return;
+            }
+        };
+        tracing::warn!(
+            session = format!("0x{session_id:x}"),
+            xid,
+            from = origin,
+            backlog,
+            "leader backlog full: refusing a request (THROTTLEDOP)"
+        );
+        if origin == me {
+            self.on_throttled(session_id, xid);
+        } else {
+            let msg = HostMessage::Throttled { session_id, xid };
+            send(ensemble, origin, &PeerMessage::Host(msg));
+        }
+    }
+
+    /// The leader did not take a request of a local client: a connect is closed, a write
+    /// answered THROTTLEDOP in its turn.
+    fn on_throttled(&mut self, session_id: i64, xid: i32) {
+        let Some(ensemble) = self.ensemble() else {
+            return;
+        };
+        if let Some(pending) = ensemble.connecting.remove(&session_id) {
+            tracing::info!(
+                conn = pending.conn,
+                "closing a new connection: the leader is too busy to create its session"
+            );
+            self.close_conn(pending.conn);
+            return;
+        }
+        let Some(conn) = self.session_conn.get(&session_id).copied() else {
+            return;
+        };
+        let Some(queue) = self
+            .ensemble
+            .as_deref_mut()
+            .and_then(|e| e.queues.get_mut(&conn))
+        else {
+            return;
+        };
+        let at = queue
+            .iter()
+            .position(|w| matches!(w, Waiting::Write(r) if r.xid == xid));
+        if let Some(Waiting::Write(reply)) = at.and_then(|i| queue.remove(i)) {
+            queue.insert(at.unwrap_or(0), Waiting::Throttled(reply));
+        }
+        self.answer_waiting_reads(conn);
+    }
+
     /// Proposes waiting work while the pipeline has room.
     pub(crate) fn drain_backlog(&mut self) {
         loop {
-            let Some(replica) = self.replica() else {
+            let Some(ensemble) = self.ensemble() else {
                 return;
             };
-            if replica.backlog.is_empty() || replica.zab.next_zxid().is_none() {
+            if ensemble.backlog.is_empty() || ensemble.zab.next_zxid().is_none() {
                 return;
             }
-            let Some(work) = replica.backlog.pop_front() else {
+            let Some(work) = ensemble.backlog.pop_front() else {
                 return;
             };
             self.propose_work(work);
@@ -254,11 +342,12 @@ impl Core {
     }
 
     fn propose_work(&mut self, work: Work) {
-        let Some(replica) = self.replica() else {
+        let (now_ms, time_ms) = (self.now_ms(), self.wall_ms());
+        let Some(ensemble) = self.ensemble() else {
             return;
         };
-        let Some(zxid) = replica.zab.next_zxid() else {
-            replica.backlog.push_front(work);
+        let Some(zxid) = ensemble.zab.next_zxid() else {
+            ensemble.backlog.push_front(work);
             return;
         };
         let zxid = zxid.as_i64();
@@ -270,7 +359,7 @@ impl Core {
                 request,
                 auth_ids,
             } => {
-                let owner = *replica.owners.entry(session_id).or_insert(origin);
+                let owner = *ensemble.owners.entry(session_id).or_insert(origin);
                 if owner != origin {
                     tracing::info!(
                         session = format!("0x{session_id:x}"),
@@ -278,21 +367,21 @@ impl Core {
                         owner,
                         "write through a server the session has moved away from: SessionMoved"
                     );
-                    error_txn(session_id, xid, zxid, ErrorCode::SessionMoved)
+                    error_txn(session_id, xid, zxid, time_ms, ErrorCode::SessionMoved)
                 } else if matches!(request, Request::Sync(_)) {
                     // sync is a no-op transaction through Zab: once this server applies it,
                     // it has applied every write committed before the sync was proposed.
-                    error_txn(session_id, xid, zxid, ErrorCode::Ok)
+                    error_txn(session_id, xid, zxid, time_ms, ErrorCode::Ok)
                 } else if !self.tree.sessions().contains_key(&session_id) {
-                    error_txn(session_id, xid, zxid, ErrorCode::SessionExpired)
+                    error_txn(session_id, xid, zxid, time_ms, ErrorCode::SessionExpired)
                 } else {
                     let ctx = PrepContext {
                         session_id,
                         cxid: xid,
                         zxid,
-                        time_ms: crate::core::wall_ms(),
+                        time_ms: self.wall_ms(),
                         auth_ids: &auth_ids,
-                        extended_types_enabled: self.config.extended_types_enabled,
+                        extended_types_enabled: self.settings.extended_types_enabled,
                     };
                     self.prep.prepare(&self.tree, &ctx, &request)
                 }
@@ -302,7 +391,7 @@ impl Core {
                 session_id,
                 timeout_ms,
             } => {
-                replica.owners.insert(session_id, origin);
+                ensemble.owners.insert(session_id, origin);
                 let ctx = self.system_context(session_id, zxid);
                 self.prep.prepare_create_session(&ctx, timeout_ms)
             }
@@ -318,11 +407,10 @@ impl Core {
                 self.prep.prepare_delete_container(&self.tree, &ctx, &path)
             }
         };
-        let Some(replica) = self.replica() else {
+        let Some(ensemble) = self.ensemble() else {
             return;
         };
-        let now = replica.now();
-        if let Err(e) = replica.zab.propose(now, txn, None) {
+        if let Err(e) = ensemble.zab.propose(now_ms, txn, None) {
             // next_zxid said yes, so Zab disagreeing means this server is no longer leading.
             tracing::warn!(error = %e, "proposal refused");
             self.prep = tree::Prep::default();
@@ -331,21 +419,21 @@ impl Core {
     }
 
     /// The leader expires sessions; learners only report activity.
-    /// Diskless: ends a session whose client saw lost writes (see `Core::saw_lost_writes`), on
+    /// Diskless: ends a session whose client saw lost writes (see `Replica<S>::saw_lost_writes`), on
     /// the leader, which proposes its close; a learner asks its leader to.
     pub(crate) fn end_session(&mut self, session_id: i64) {
-        let Some(replica) = self.replica() else {
+        let Some(ensemble) = self.ensemble() else {
             return;
         };
-        if !replica.serving || !self.tree.sessions().contains_key(&session_id) {
+        if !ensemble.serving || !self.tree.sessions().contains_key(&session_id) {
             return;
         }
-        let Some(replica) = self.replica() else {
+        let Some(ensemble) = self.ensemble() else {
             return;
         };
-        match replica.remote_leader() {
+        match ensemble.remote_leader() {
             Some(leader) => send(
-                replica,
+                ensemble,
                 leader,
                 &PeerMessage::Host(HostMessage::EndSession { session_id }),
             ),
@@ -359,6 +447,7 @@ impl Core {
         }
     }
 
+    /// The leader's expiry: `expired` came off the tracker within the backlog's room.
     pub(crate) fn ensemble_expire(&mut self, expired: Vec<i64>) {
         for session_id in expired {
             tracing::info!(session = format!("0x{session_id:x}"), "expiring session");
@@ -368,36 +457,66 @@ impl Core {
 
     // ---- peers -------------------------------------------------------------------------------
 
-    pub(crate) fn on_peer_event(&mut self, event: PeerEvent) {
-        let Some(replica) = self.replica() else {
+    /// A connection to `peer` is up (nothing to do until it speaks).
+    pub fn on_peer_up(&mut self, now: Now, peer: Sid) {
+        self.now = now;
+        tracing::debug!(peer, "peer connected");
+    }
+
+    /// The connection to `peer` broke; nothing more comes from it.
+    pub fn on_peer_down(&mut self, now: Now, peer: Sid) {
+        self.now = now;
+        let Some(ensemble) = self.ensemble() else {
             return;
         };
-        let now = replica.now();
-        match event {
-            PeerEvent::Up(peer) => tracing::debug!(peer, "peer connected"),
-            PeerEvent::Down(peer) => {
-                tracing::debug!(peer, "peer disconnected");
-                replica.zab.handle_peer_disconnected(now, peer);
-            }
-            PeerEvent::Frame(peer, frame) => match codec::decode(&frame) {
-                Ok(PeerMessage::Zab(msg)) => replica.zab.handle_message(now, peer, msg),
-                Ok(PeerMessage::Host(msg)) => self.on_host_message(peer, msg),
-                Err(e) => {
-                    tracing::warn!(peer, error = %e, "breaking the connection to a peer that sent an undecodable frame");
-                    replica.transport.disconnect(peer);
-                    replica.zab.handle_peer_disconnected(now, peer);
+        tracing::debug!(peer, "peer disconnected");
+        ensemble.zab.handle_peer_disconnected(now.mono_ms, peer);
+        self.run_zab();
+    }
+
+    /// One frame from `peer`, in the order the peer sent it.
+    pub fn on_peer_frame(&mut self, now: Now, peer: Sid, frame: &[u8]) {
+        self.now = now;
+        let Some(ensemble) = self.ensemble() else {
+            return;
+        };
+        let refused = match codec::decode(frame) {
+            Ok(PeerMessage::Zab(zab::Message::Snap { zxid, image })) => {
+                match check_snapshot(zxid, &image) {
+                    Ok(()) => {
+                        let msg = zab::Message::Snap { zxid, image };
+                        ensemble.zab.handle_message(now.mono_ms, peer, msg);
+                        None
+                    }
+                    Err(why) => Some(why),
                 }
-            },
+            }
+            Ok(PeerMessage::Zab(msg)) => {
+                ensemble.zab.handle_message(now.mono_ms, peer, msg);
+                None
+            }
+            Ok(PeerMessage::Host(msg)) => {
+                self.on_host_message(peer, msg);
+                None
+            }
+            Err(e) => Some(format!("an undecodable frame: {e}")),
+        };
+        if let Some(why) = refused {
+            tracing::warn!(peer, %why, "breaking the connection to a peer that sent a bad frame; it syncs again");
+            if let Some(ensemble) = self.ensemble() {
+                ensemble.outbox.push(Output::DisconnectPeer { peer });
+                ensemble.zab.handle_peer_disconnected(now.mono_ms, peer);
+            }
         }
         self.run_zab();
     }
 
     fn on_host_message(&mut self, peer: Sid, msg: HostMessage) {
-        let Some(replica) = self.replica() else {
+        let Some(ensemble) = self.ensemble() else {
             return;
         };
-        let leading = replica.is_leader() && replica.serving;
-        let from_leader = replica.zab.leader() == Some(peer);
+        let leading = ensemble.is_leader() && ensemble.serving;
+        let from_leader = ensemble.zab.leader() == Some(peer);
         match msg {
             HostMessage::Forward(f) if leading => match Request::decode(f.op_type, &f.body) {
                 Ok(request) if request.is_write() || matches!(request, Request::Sync(_)) => self
@@ -434,19 +553,19 @@ impl Core {
                 timeout_ms,
             } if leading => {
                 let timeout_ms = self.revalidate(peer, session_id, timeout_ms);
-                if let Some(replica) = self.replica() {
+                if let Some(ensemble) = self.ensemble() {
                     let reply = HostMessage::Revalidated {
                         session_id,
                         timeout_ms,
                     };
-                    send(replica, peer, &PeerMessage::Host(reply));
+                    send(ensemble, peer, &PeerMessage::Host(reply));
                 }
             }
             HostMessage::Revalidated {
                 session_id,
                 timeout_ms,
             } if from_leader => {
-                if let Some(pending) = replica.revalidating.remove(&session_id) {
+                if let Some(pending) = ensemble.revalidating.remove(&session_id) {
                     self.finish_reattach(pending, session_id, timeout_ms);
                 }
             }
@@ -454,46 +573,50 @@ impl Core {
                 self.on_digest_at(zxid, digest)
             }
             HostMessage::EndSession { session_id } if leading => self.end_session(session_id),
+            HostMessage::Throttled { session_id, xid } if from_leader => {
+                self.on_throttled(session_id, xid)
+            }
             other => tracing::debug!(
                 peer,
                 kind = other.kind(),
-                role = replica.role_name(),
+                role = ensemble.role_name(),
                 "ignoring a peer message this server's role does not take"
             ),
         }
     }
 
-    /// Zab's timers (election re-sends, pings, limits).
-    pub(crate) fn replica_tick(&mut self) {
+    /// Zab's timers (election re-sends, pings, limits): the host calls this every few
+    /// milliseconds on an ensemble member.
+    pub fn zab_tick(&mut self, now: Now) {
+        self.now = now;
         // Diskless: what the newest snapshot lacks stays in memory for the failure checkpoint.
         let on_disk = self
-            .persistence
+            .store
             .is_diskless()
-            .then(|| self.persistence.newest_snapshot_zxid().max(0));
-        let Some(replica) = self.replica() else {
+            .then(|| self.store.newest_snapshot_zxid().max(0));
+        let Some(ensemble) = self.ensemble() else {
             return;
         };
-        let now = replica.now();
         if let Some(zxid) = on_disk {
-            replica.zab.retain_after(zab::Zxid::from_i64(zxid));
+            ensemble.zab.retain_after(zab::Zxid::from_i64(zxid));
         }
-        replica.zab.handle_tick(now);
+        ensemble.zab.handle_tick(now.mono_ms);
         self.run_zab();
         // Diskless: the writes a resting or running busy snapshot missed get theirs now.
-        self.persistence.idle(&self.tree);
+        self.store.idle(&self.tree);
     }
 
     /// Every half tick, a learner reports the sessions its clients touched, as ZooKeeper's
     /// followers do with their pings: the leader expires only sessions nobody heard from.
     pub(crate) fn report_session_activity(&mut self) {
-        let Some(replica) = self.replica() else {
+        let Some(ensemble) = self.ensemble() else {
             return;
         };
-        if let Some(leader) = replica.remote_leader().filter(|_| replica.serving) {
-            if !replica.touched.is_empty() {
-                let sessions: Vec<i64> = replica.touched.drain().collect();
+        if let Some(leader) = ensemble.remote_leader().filter(|_| ensemble.serving) {
+            if !ensemble.touched.is_empty() {
+                let sessions: Vec<i64> = ensemble.touched.drain().collect();
                 send(
-                    replica,
+                    ensemble,
                     leader,
                     &PeerMessage::Host(HostMessage::Touch { sessions }),
                 );
@@ -501,26 +624,42 @@ impl Core {
         }
     }
 
-    pub(crate) fn on_log_durable(&mut self, zxid: i64) {
-        let Some(replica) = self.replica() else {
+    /// An ensemble member's log holds every proposal up to `zxid` durably.
+    pub fn on_log_durable(&mut self, now: Now, zxid: i64) {
+        self.now = now;
+        let Some(ensemble) = self.ensemble() else {
             return;
         };
-        let now = replica.now();
-        replica
+        ensemble
             .zab
-            .handle_log_durable(now, zab::Zxid::from_i64(zxid));
+            .handle_log_durable(now.mono_ms, zab::Zxid::from_i64(zxid));
         self.run_zab();
     }
 }
 
+/// A leader's snapshot must decode, and hold the state at the zxid it claims, before Zab takes
+/// it: once Zab has, its history stands on that snapshot, and one that then fails to load
+/// could only stop the server. Refused, it costs the learner a new sync instead.
+fn check_snapshot(zxid: zab::Zxid, image: &[u8]) -> Result<(), String> {
+    let loaded = storage::snapshot_file::decode_bytes(image)
+        .map_err(|e| format!("a snapshot (SNAP) that does not decode: {e}"))?;
+    let holds = loaded.tree.last_processed_zxid();
+    if holds != zxid.as_i64() {
+        return Err(format!(
+            "a snapshot (SNAP) for {zxid} that holds {holds:#x}"
+        ));
+    }
+    Ok(())
+}
+
 /// A transaction that changes nothing and answers `code` (ZooKeeper's error transaction).
-fn error_txn(session_id: i64, cxid: i32, zxid: i64, code: ErrorCode) -> Txn {
+fn error_txn(session_id: i64, cxid: i32, zxid: i64, time_ms: i64, code: ErrorCode) -> Txn {
     Txn {
         header: TxnHeader {
             client_id: session_id,
             cxid,
             zxid,
-            time: crate::core::wall_ms(),
+            time: time_ms,
             op_type: OpCode::Error.code(),
         },
         body: TxnBody::Error(ErrorTxn { err: code.code() }),

@@ -1,30 +1,29 @@
-//! The ensemble side of a server's state: the Zab core, the peer transport, and the request
-//! bookkeeping an ensemble member needs beyond a standalone server's.
+//! The ensemble side of a server's state: the Zab core, and the request bookkeeping an
+//! ensemble member needs beyond a standalone server's.
 //!
 //! Requests wait per connection in arrival order ([`Waiting`]): a write until its transaction
 //! is delivered here (whichever server proposed it), a read until every earlier write of its
 //! connection is answered. That is FIFO client order (DESIGN.md §1) on any member.
 
-use super::membership::Membership;
-use crate::core::ReplyTo;
-use crate::peers::{Sid, Transport};
+use crate::replica::ReplyTo;
 use crate::watch_manager::ConnId;
+use crate::Output;
 use proto::request::Request;
 use proto::Id;
 use std::collections::{HashMap, HashSet, VecDeque};
-use std::sync::Arc;
-use std::time::Instant;
-use zab::{Role, Zab};
+use zab::{Role, Sid, Zab};
 
 /// A request of a local connection, waiting its turn.
 pub(crate) enum Waiting {
     /// A write (or sync) sent for proposal; answered when its transaction is delivered here.
     Write(ReplyTo),
+    /// A write the leader refused (its backlog was full): answered THROTTLEDOP in its turn.
+    Throttled(ReplyTo),
     /// A read behind an unanswered write of the same connection.
     Read {
         xid: i32,
         request: Request,
-        received: Instant,
+        received_ms: u64,
     },
 }
 
@@ -59,7 +58,7 @@ pub(crate) enum Work {
 
 /// Numbers for `mntr` and the logs.
 #[derive(Debug, Default, Clone)]
-pub struct ReplicaStats {
+pub struct EnsembleStats {
     pub elections: u64,
     /// How long the last election took, from losing the leader to serving again.
     pub last_election_ms: u64,
@@ -75,57 +74,48 @@ pub struct ReplicaStats {
     pub max_proposal_bytes: usize,
 }
 
-pub(crate) struct Replica {
+pub struct Ensemble {
     pub zab: Zab,
-    pub transport: Transport,
-    pub membership: Membership,
-    clock: Instant,
+    /// This server's id (`myid`).
+    pub me: Sid,
+    /// Every other member, voter or observer.
+    pub peers: Vec<Sid>,
     /// Whether clients are being served (an established leader, or a learner past UPTODATE).
     pub serving: bool,
     pub role: Role,
-    /// When this server stopped serving, to time the election.
-    pub not_serving_since: Option<Instant>,
+    /// When this server stopped serving ([`crate::Now::mono_ms`]), to time the election.
+    pub not_serving_since: Option<u64>,
     /// Leader: which server each session is attached to (ZooKeeper's session owner), for
     /// SessionMoved.
-    pub owners: HashMap<i64, Sid>,
+    pub(crate) owners: HashMap<i64, Sid>,
     /// Leader: work waiting for room in Zab's pipeline, in arrival order.
-    pub backlog: VecDeque<Work>,
+    pub(crate) backlog: VecDeque<Work>,
     pub backlog_max: usize,
     /// Learner: sessions with client activity since the last report to the leader.
-    pub touched: HashSet<i64>,
+    pub(crate) touched: HashSet<i64>,
     /// Local connections' requests waiting their turn.
-    pub queues: HashMap<ConnId, VecDeque<Waiting>>,
-    pub connecting: HashMap<i64, PendingConnect>,
-    pub revalidating: HashMap<i64, PendingConnect>,
+    pub(crate) queues: HashMap<ConnId, VecDeque<Waiting>>,
+    pub(crate) connecting: HashMap<i64, PendingConnect>,
+    pub(crate) revalidating: HashMap<i64, PendingConnect>,
     /// A snapshot from the leader, saved and waiting for Zab's InstallSnapshot.
-    pub installed: Option<(i64, tree::DataTree)>,
+    pub(crate) installed: Option<(i64, tree::DataTree)>,
     /// Learner: the leader's digests for zxids not applied here yet.
-    pub digest_checks: VecDeque<(i64, u64)>,
-    /// The durable-zxid reports of the log writer, which a truncation must reset.
-    pub progress: Arc<tokio::sync::watch::Sender<crate::LogProgress>>,
-    pub stats: ReplicaStats,
+    pub(crate) digest_checks: VecDeque<(i64, u64)>,
+    pub stats: EnsembleStats,
+    /// Messages for peers, in order, until the host takes them with the replica's outputs.
+    pub(crate) outbox: Vec<Output>,
 }
 
-/// Leader digests kept for zxids this learner has not applied yet.
-pub(crate) const DIGEST_CHECKS_MAX: usize = 64;
-
-impl Replica {
-    pub fn new(
-        zab: Zab,
-        transport: Transport,
-        membership: Membership,
-        clock: Instant,
-        backlog_max: usize,
-        progress: Arc<tokio::sync::watch::Sender<crate::LogProgress>>,
-    ) -> Replica {
-        Replica {
+impl Ensemble {
+    /// A member of `peers` and itself, driven by `zab`; `now_ms` is the host's monotonic clock.
+    pub fn new(zab: Zab, me: Sid, peers: Vec<Sid>, backlog_max: usize, now_ms: u64) -> Ensemble {
+        Ensemble {
             role: zab.role(),
             zab,
-            transport,
-            membership,
-            clock,
+            me,
+            peers,
             serving: false,
-            not_serving_since: Some(Instant::now()),
+            not_serving_since: Some(now_ms),
             owners: HashMap::new(),
             backlog: VecDeque::new(),
             backlog_max,
@@ -135,18 +125,18 @@ impl Replica {
             revalidating: HashMap::new(),
             installed: None,
             digest_checks: VecDeque::new(),
-            progress,
-            stats: ReplicaStats::default(),
+            stats: EnsembleStats::default(),
+            outbox: Vec::new(),
         }
     }
 
-    /// Zab's time: milliseconds since this server started.
-    pub fn now(&self) -> zab::Millis {
-        self.clock.elapsed().as_millis() as u64
+    /// Leader: work waiting for room in Zab's pipeline.
+    pub fn backlog_len(&self) -> usize {
+        self.backlog.len()
     }
 
     pub fn me(&self) -> Sid {
-        self.membership.me
+        self.me
     }
 
     pub fn is_leader(&self) -> bool {

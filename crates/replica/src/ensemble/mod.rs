@@ -1,0 +1,17 @@
+//! The ensemble member's side of the replica: the [`zab`] core, and what a member does beyond
+//! a standalone server.
+//!
+//! * [`state`]: the member's state ([`Ensemble`]); [`actions`] executes what Zab asks;
+//!   [`requests`] is the request path (forwarding, sessions, the leader's proposals and
+//!   backlog), and the inputs from peers and timers.
+//! * [`host_message`]: the non-Zab messages between members (forwarded writes, sessions,
+//!   digests); [`codec`]: the bytes of every peer frame.
+
+mod actions;
+pub mod codec;
+pub mod host_message;
+mod requests;
+mod state;
+
+pub(crate) use state::Work;
+pub use state::{Ensemble, EnsembleStats};

@@ -1,0 +1,11 @@
+//! Every bound the replica enforces, in one place (STYLE.md: everything is bounded).
+
+/// Sessions expired per tick, so that a mass expiry cannot stall the server for long.
+pub const EXPIRIES_PER_TICK_MAX: usize = 10_000;
+
+/// Watches one connection may register; past it further watch requests still succeed as reads
+/// but register nothing (logged), so a client cannot grow server memory without bound.
+pub const WATCHES_PER_CONNECTION_MAX: usize = 1_000_000;
+
+/// Leader digests kept for zxids this learner has not applied yet.
+pub const DIGEST_CHECKS_MAX: usize = 64;

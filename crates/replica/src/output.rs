@@ -1,0 +1,34 @@
+//! What the replica asks its host to do, in the order it must happen.
+
+use crate::watch_manager::ConnId;
+use zab::{Sid, Zxid};
+
+#[derive(Debug)]
+pub enum Output {
+    /// An encoded frame for a client connection. A frame with `is_reply` answers one request,
+    /// whose slot of `globalOutstandingLimit` is then free again.
+    ToClient {
+        conn: ConnId,
+        frame: Vec<u8>,
+        is_reply: bool,
+    },
+    /// A request of `conn` that will never be answered because its session ended and the
+    /// connection is closing: its slot is free again.
+    Unanswered { conn: ConnId },
+    /// Flush what is queued for the connection, then close it.
+    CloseClient { conn: ConnId },
+    /// An encoded frame for a peer, in order behind every earlier one to that peer.
+    ToPeer { to: Sid, frame: Vec<u8> },
+    /// Break the connection to a peer (it reconnects and resynchronises).
+    DisconnectPeer { peer: Sid },
+    /// Encode `tree` as a SNAP frame for `to` off the request path (a million znodes take about
+    /// a second), keeping the frame's place in the peer's queue meanwhile.
+    SendSnapshot {
+        to: Sid,
+        zxid: Zxid,
+        tree: tree::TreeSnapshot,
+    },
+    /// The log was cut back to `zxid` (TRUNC or SNAP): a durability report above it from
+    /// before the cut must not mark entries appended after it durable.
+    ResetDurableReports { zxid: Zxid },
+}

@@ -1,0 +1,33 @@
+//! The configuration the replica decides with (the host reads it from zoo.cfg).
+
+#[derive(Debug, Clone)]
+pub struct Settings {
+    pub tick_time_ms: u32,
+    pub min_session_timeout_ms: u32,
+    pub max_session_timeout_ms: u32,
+    /// `zookeeper.extendedTypesEnabled`: TTL nodes.
+    pub extended_types_enabled: bool,
+    /// `DigestAuthenticationProvider.superDigest`.
+    pub super_digest: Option<String>,
+    /// `znode.container.checkIntervalMs`.
+    pub container_check_interval_ms: u64,
+    /// `znode.container.maxPerMinute`.
+    pub container_max_per_minute: u32,
+    /// `znode.container.maxNeverUsedIntervalMs` (0: never-used containers are kept).
+    pub container_max_never_used_ms: i64,
+}
+
+impl Default for Settings {
+    fn default() -> Settings {
+        Settings {
+            tick_time_ms: 2000,
+            min_session_timeout_ms: 4000,
+            max_session_timeout_ms: 40000,
+            extended_types_enabled: false,
+            super_digest: None,
+            container_check_interval_ms: 60_000,
+            container_max_per_minute: 10_000,
+            container_max_never_used_ms: 0,
+        }
+    }
+}

@@ -1,0 +1,311 @@
+//! The core task's state: the one [`Replica`] of this server and what executes its outputs
+//! against the real world (DESIGN.md §2: the I/O shell).
+//!
+//! Connections hand their requests here through a bounded queue ([`CoreMsg`]); the replica
+//! decides, and [`Core::execute`] carries out what it decided, in order: frames onto each
+//! connection's outbound queue, frames onto each peer's, snapshots encoded on their own
+//! thread, durability reports reset after a truncation. Nothing here decides anything a
+//! client or a peer could observe beyond when it happens; that is the replica's, which the
+//! simulator runs too.
+
+use crate::config::ServerConfig;
+use crate::connection::{ConnHandle, Outbound};
+use crate::peers::Transport;
+use crate::LogProgress;
+use proto::request::{self, Request};
+use proto::ConnectRequest;
+use replica::{ClientInput, ConnId, Now, Output, Replica};
+use std::collections::HashMap;
+use std::net::SocketAddr;
+use std::sync::Arc;
+use std::time::Instant;
+
+/// What connections tell the core.
+#[derive(Debug)]
+pub enum CoreMsg {
+    Connect {
+        conn: ConnId,
+        handle: ConnHandle,
+        peer: SocketAddr,
+        request: ConnectRequest,
+    },
+    Request {
+        conn: ConnId,
+        xid: i32,
+        op_type: i32,
+        request: Result<Request, request::RequestError>,
+        received: Instant,
+    },
+    Closed {
+        conn: ConnId,
+    },
+    FourLetter {
+        command: String,
+        /// The asking connection, which ZooKeeper lists in `cons` and `stat` too.
+        peer: SocketAddr,
+        reply: tokio::sync::oneshot::Sender<String>,
+    },
+}
+
+/// The replica as this server runs it: over the real data dir.
+pub type ServerReplica = Replica<storage::Persistence>;
+
+pub struct Core {
+    pub(crate) replica: ServerReplica,
+    pub(crate) config: Arc<ServerConfig>,
+    /// Each connection's outbound queue, by the id the replica knows it by.
+    handles: HashMap<ConnId, ConnHandle>,
+    /// Slots of `globalOutstandingLimit`, freed as requests are answered.
+    global_permits: Arc<tokio::sync::Semaphore>,
+    pub(crate) outstanding: Arc<dyn Fn() -> usize + Send + Sync>,
+    /// The peer connections of an ensemble member.
+    transport: Option<Transport>,
+    /// The log writer's durability reports, which a truncation resets.
+    progress: Arc<tokio::sync::watch::Sender<LogProgress>>,
+    /// Monotonic time 0 for the replica.
+    clock: Instant,
+    /// Outputs being executed (kept to reuse the allocation).
+    outputs: Vec<Output>,
+}
+
+pub(crate) fn wall_ms() -> i64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| d.as_millis() as i64)
+}
+
+impl Core {
+    pub(crate) fn new(
+        replica: ServerReplica,
+        config: Arc<ServerConfig>,
+        global_permits: Arc<tokio::sync::Semaphore>,
+        outstanding: Arc<dyn Fn() -> usize + Send + Sync>,
+        progress: Arc<tokio::sync::watch::Sender<LogProgress>>,
+        clock: Instant,
+    ) -> Core {
+        Core {
+            replica,
+            config,
+            handles: HashMap::new(),
+            global_permits,
+            outstanding,
+            transport: None,
+            progress,
+            clock,
+            outputs: Vec::new(),
+        }
+    }
+
+    /// Both clocks, read once per input.
+    pub(crate) fn now(&self) -> Now {
+        Now {
+            mono_ms: self.mono_ms(self.clock.elapsed()),
+            wall_ms: wall_ms(),
+        }
+    }
+
+    fn mono_ms(&self, since_start: std::time::Duration) -> u64 {
+        since_start.as_millis() as u64
+    }
+
+    pub(crate) fn uptime_ms(&self) -> u64 {
+        self.now().mono_ms
+    }
+
+    /// Makes this server an ensemble member: the replica joins, and its peer messages go
+    /// over `transport`.
+    pub(crate) fn join_ensemble(
+        &mut self,
+        transport: Transport,
+        ensemble: replica::ensemble::Ensemble,
+    ) {
+        self.transport = Some(transport);
+        let now = self.now();
+        self.replica.join_ensemble(now, ensemble);
+        self.execute();
+    }
+
+    pub fn handle(&mut self, msg: CoreMsg) {
+        let now = self.now();
+        match msg {
+            CoreMsg::Connect {
+                conn,
+                handle,
+                peer,
+                request,
+            } => {
+                self.handles.insert(conn, handle);
+                let input = ClientInput::Connect {
+                    conn,
+                    peer,
+                    request,
+                };
+                self.replica.on_client(now, input);
+            }
+            CoreMsg::Request {
+                conn,
+                xid,
+                op_type,
+                request,
+                received,
+            } => {
+                let received_ms = self.mono_ms(received.saturating_duration_since(self.clock));
+                let input = ClientInput::Request {
+                    conn,
+                    xid,
+                    op_type,
+                    request,
+                    received_ms,
+                };
+                self.replica.on_client(now, input);
+            }
+            CoreMsg::Closed { conn } => {
+                if let Some(handle) = self.handles.remove(&conn) {
+                    // Everything this connection sent came before this message: what is still
+                    // unanswered will never be, so its global slots are free again.
+                    self.global_permits.add_permits(handle.take_unanswered());
+                }
+                self.replica.on_client(now, ClientInput::Closed { conn });
+            }
+            CoreMsg::FourLetter {
+                command,
+                peer,
+                reply,
+            } => {
+                let _ = reply.send(crate::four_letter::run(self, &command, peer));
+            }
+        }
+        self.execute();
+    }
+
+    pub(crate) fn on_peer_event(&mut self, event: crate::peers::PeerEvent) {
+        let now = self.now();
+        match event {
+            crate::peers::PeerEvent::Up(peer) => self.replica.on_peer_up(now, peer),
+            crate::peers::PeerEvent::Down(peer) => self.replica.on_peer_down(now, peer),
+            crate::peers::PeerEvent::Frame(peer, frame) => {
+                self.replica.on_peer_frame(now, peer, &frame)
+            }
+        }
+        self.execute();
+    }
+
+    /// A report of the log writer: standalone, durable transactions are applied and answered;
+    /// an ensemble member tells Zab, which acknowledges them.
+    pub(crate) fn on_progress(&mut self, report: LogProgress) {
+        let now = self.now();
+        if self.replica.ensemble.is_some() {
+            self.replica.on_log_durable(now, report.durable_zxid);
+        } else {
+            self.replica.on_durable(now, report.durable_zxid);
+        }
+        if let Some(failure) = report.failure {
+            self.replica.fail(failure);
+        }
+        self.execute();
+    }
+
+    pub(crate) fn tick(&mut self) {
+        let now = self.now();
+        self.replica.tick(now);
+        self.execute();
+    }
+
+    pub(crate) fn zab_tick(&mut self) {
+        let now = self.now();
+        self.replica.zab_tick(now);
+        self.execute();
+    }
+
+    /// Carries out what the replica decided, in order.
+    fn execute(&mut self) {
+        let mut outputs = std::mem::take(&mut self.outputs);
+        self.replica.drain_outputs(&mut outputs);
+        for output in outputs.drain(..) {
+            self.execute_one(output);
+        }
+        self.outputs = outputs;
+    }
+
+    fn execute_one(&mut self, output: Output) {
+        match output {
+            Output::ToClient {
+                conn,
+                frame,
+                is_reply,
+            } => {
+                let Some(handle) = self.handles.get(&conn) else {
+                    return;
+                };
+                if is_reply && handle.answered() {
+                    self.global_permits.add_permits(1);
+                }
+                let frame = Outbound::Frame {
+                    bytes: frame,
+                    is_reply,
+                };
+                if !handle.send(frame) {
+                    tracing::warn!(
+                        conn,
+                        "closing connection: client is not reading its replies"
+                    );
+                    handle.send(Outbound::Close);
+                }
+            }
+            Output::Unanswered { conn } => {
+                if self.handles.get(&conn).is_some_and(ConnHandle::answered) {
+                    self.global_permits.add_permits(1);
+                }
+            }
+            Output::CloseClient { conn } => {
+                if let Some(handle) = self.handles.get(&conn) {
+                    handle.send(Outbound::Close);
+                }
+            }
+            Output::ToPeer { to, frame } => {
+                if let Some(transport) = &self.transport {
+                    transport.send(to, frame);
+                }
+            }
+            Output::DisconnectPeer { peer } => {
+                if let Some(transport) = &self.transport {
+                    transport.disconnect(peer);
+                }
+            }
+            Output::SendSnapshot { to, zxid, tree } => self.send_snapshot(to, zxid, tree),
+            Output::ResetDurableReports { zxid } => {
+                let zxid = zxid.as_i64();
+                self.progress
+                    .send_modify(|p| p.durable_zxid = p.durable_zxid.min(zxid));
+            }
+        }
+    }
+
+    /// Encodes a SNAP from a frozen tree on its own thread: at a million znodes that takes
+    /// about a second, which the core task (and every client) must not wait for. The frame
+    /// keeps its place in the peer's queue meanwhile.
+    fn send_snapshot(&self, to: zab::Sid, zxid: zab::Zxid, frozen: tree::TreeSnapshot) {
+        let Some(transport) = &self.transport else {
+            return;
+        };
+        let (tx, rx) = tokio::sync::oneshot::channel();
+        let spawned = std::thread::Builder::new()
+            .name("meerkat-snap-send".into())
+            .spawn(move || {
+                let started = Instant::now();
+                let image = Arc::new(storage::Persistence::snapshot_bytes_of(&frozen));
+                let bytes = image.len();
+                let msg = replica::ensemble::codec::PeerMessage::Zab(zab::Message::Snap {
+                    zxid,
+                    image,
+                });
+                let _ = tx.send(replica::ensemble::codec::encode(&msg));
+                tracing::info!(peer = to, zxid = %zxid, bytes, ms = started.elapsed().as_millis() as u64, "sending a snapshot (SNAP)");
+            });
+        if let Err(e) = spawned {
+            // The dropped sender breaks the connection; the learner syncs again.
+            tracing::error!(peer = to, error = %e, "could not start encoding a snapshot");
+        }
+        transport.send_later(to, rx);
+    }
+}
