@@ -17,11 +17,13 @@
 //! * [`replica`]: the state and the client-facing inputs; [`reads`] answers what needs no
 //!   transaction; [`ensemble`] is the member's side (forwarding, the leader's proposals and
 //!   backlog, executing Zab's actions, digest checks, the diskless checkpoint).
-//! * [`output`], [`now`], [`store`], [`settings`]: the replica's contract with its host.
+//! * [`output`], [`now`], [`store`], [`settings`]: the replica's contract with its host;
+//!   [`boot`]: what a member starts Zab from.
 //! * [`session_tracker`], [`watch_manager`], [`java_random`], [`replies`], [`stats`]: sessions'
 //!   expiry, watches, ZooKeeper-compatible session passwords, reply frames, counters.
 //! * [`limits`]: every bound the replica enforces.
 
+pub mod boot;
 pub mod ensemble;
 pub mod java_random;
 pub mod limits;

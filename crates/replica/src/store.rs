@@ -32,6 +32,10 @@ pub trait Store {
     /// The zxid of the newest complete snapshot on disk (-1: none).
     fn newest_snapshot_zxid(&self) -> i64;
     fn is_diskless(&self) -> bool;
+    /// acceptedEpoch and currentEpoch as saved.
+    fn epochs(&self) -> Result<storage::epoch::Epochs, StorageError>;
+    /// Diskless: the failure checkpoint left by the last failure, if it is whole.
+    fn boot_checkpoint(&self) -> Result<Option<storage::checkpoint::Checkpoint>, StorageError>;
 }
 
 impl Store for storage::Persistence {
@@ -72,5 +76,11 @@ impl Store for storage::Persistence {
     }
     fn is_diskless(&self) -> bool {
         storage::Persistence::is_diskless(self)
+    }
+    fn epochs(&self) -> Result<storage::epoch::Epochs, StorageError> {
+        storage::Persistence::epochs(self)
+    }
+    fn boot_checkpoint(&self) -> Result<Option<storage::checkpoint::Checkpoint>, StorageError> {
+        storage::Persistence::boot_checkpoint(self)
     }
 }
