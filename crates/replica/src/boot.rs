@@ -115,6 +115,7 @@ mod tests {
             replay: storage::Replay::Collect,
             diskless: true,
             busy_snapshot_rest_percent: 0,
+            execution: Default::default(),
         };
         let (persistence, _) = storage::Persistence::open(
             Arc::new(fs.clone()),

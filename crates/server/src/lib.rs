@@ -309,6 +309,7 @@ fn persistence_options(
         replay: storage::Replay::ApplyAll,
         diskless: config.diskless,
         busy_snapshot_rest_percent: config.busy_snapshot_rest_percent,
+        execution: Default::default(),
     }
 }
 

@@ -205,7 +205,7 @@ fn run(
 }
 
 /// Writes one group and (with forceSync) covers it with one fsync.
-fn write_group(
+pub(crate) fn write_group(
     writer: &mut WalWriter,
     group: &[(i64, Vec<u8>)],
     options: &GroupCommitOptions,

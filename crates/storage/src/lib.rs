@@ -7,6 +7,9 @@
 //! * [`group_commit`], [`wal_writer`], [`wal`]: the log's writer thread, segment rolling, and
 //!   the segment format (header, framed records, scanning).
 //! * [`snapshot_file`]: the snapshot format, written from a frozen tree on its own thread.
+//! * [`execution`]: threads in production, or stepped by the host without threads or clocks
+//!   ([`stepped_log`]: group commit when the host flushes), so the deterministic simulator runs
+//!   this very code.
 //! * [`recovery`]: newest valid snapshot + log replay; torn tails cut, damage refused.
 //! * [`purge`], [`inspect`]: retention; listing, verification and repair for operators.
 //! * [`fs`], [`faulty_fs`]: the file operations used, and a file system that forgets unsynced
@@ -17,6 +20,7 @@ pub mod atomic_file;
 pub mod checkpoint;
 pub mod epoch;
 pub mod error;
+pub mod execution;
 pub mod faulty_fs;
 pub mod fs;
 pub mod group_commit;
@@ -28,10 +32,13 @@ pub mod purge;
 pub mod record;
 pub mod recovery;
 pub mod snapshot_file;
+mod snapshot_job;
+pub mod stepped_log;
 pub mod wal;
 pub mod wal_writer;
 
 pub use error::StorageError;
+pub use execution::Execution;
 pub use fs::{FileSystem, RealFs};
 pub use layout::Layout;
 pub use persistence::{Persistence, PersistenceOptions};

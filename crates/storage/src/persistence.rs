@@ -12,10 +12,13 @@
 //!   acknowledged-uncommitted proposals when the server loses its leader or quorum.
 
 use crate::error::{Result, StorageError};
+use crate::execution::{Clock, Execution};
 use crate::fs::FileSystem;
 use crate::group_commit::{GroupCommit, GroupCommitOptions, WalStats};
 use crate::layout::Layout;
 use crate::recovery::{self, Recovered};
+use crate::snapshot_job::SnapshotJob;
+use crate::stepped_log::SteppedLog;
 use crate::wal::encode_txn;
 use crate::wal_writer::WalWriter;
 use crate::{purge, snapshot_file};
@@ -46,6 +49,8 @@ pub struct PersistenceOptions {
     /// (Alg. 4.1), a core per server under steady writes; 300 caps snapshotting at a quarter of
     /// a core, and widens what a whole-ensemble power loss can lose (docs/durability.md).
     pub busy_snapshot_rest_percent: u32,
+    /// Threads in production; stepped by the host in the deterministic simulator.
+    pub execution: Execution,
 }
 
 /// Numbers for operators.
@@ -59,11 +64,54 @@ pub struct SnapshotStats {
     pub max_millis: AtomicU64,
 }
 
+/// The log writer: a thread, or stepped by the host.
+enum Log {
+    Thread(GroupCommit),
+    Stepped(Box<SteppedLog>),
+}
+
+impl Log {
+    fn append(&mut self, zxid: i64, payload: Vec<u8>) -> Result<()> {
+        match self {
+            Log::Thread(wal) => wal.append(zxid, payload),
+            Log::Stepped(log) => log.append(zxid, payload),
+        }
+    }
+
+    fn truncate_after(&mut self, zxid: i64) -> Result<()> {
+        match self {
+            Log::Thread(wal) => wal.truncate_after(zxid),
+            Log::Stepped(log) => log.truncate_after(zxid),
+        }
+    }
+
+    fn reset(&mut self, zxid: i64, generation: u32) -> Result<()> {
+        match self {
+            Log::Thread(wal) => wal.reset(zxid, generation),
+            Log::Stepped(log) => log.reset(zxid, generation),
+        }
+    }
+
+    fn has_failed(&self) -> bool {
+        match self {
+            Log::Thread(wal) => wal.has_failed(),
+            Log::Stepped(log) => log.has_failed(),
+        }
+    }
+
+    fn stats(&self) -> Arc<WalStats> {
+        match self {
+            Log::Thread(wal) => wal.stats.clone(),
+            Log::Stepped(log) => log.stats.clone(),
+        }
+    }
+}
+
 pub struct Persistence {
     fs: Arc<dyn FileSystem>,
     options: PersistenceOptions,
     /// The log writer; none in diskless mode.
-    wal: Option<GroupCommit>,
+    wal: Option<Log>,
     wal_stats: Arc<WalStats>,
     /// Diskless: reports durability as transactions are handed over.
     durable_now: Option<Box<dyn FnMut(i64) + Send>>,
@@ -73,7 +121,8 @@ pub struct Persistence {
     next_snapshot_at: u64,
     snapshot_running: Arc<AtomicBool>,
     pub snapshot_stats: Arc<SnapshotStats>,
-    next_purge: Option<Instant>,
+    /// When the next purge is due, on `clock`.
+    next_purge: Option<u64>,
     random: u64,
     /// The log generation: changes when a leader's snapshot replaces the whole log.
     generation: u32,
@@ -87,7 +136,9 @@ pub struct Persistence {
     cancel_snapshot: Arc<AtomicBool>,
     /// Diskless: no busy snapshot starts before this many ms after `clock`.
     rest_until_ms: Arc<AtomicU64>,
-    clock: Instant,
+    clock: Clock,
+    /// Stepped: the snapshot started and not yet written (see [`Persistence::run_snapshot`]).
+    pending_snapshot: Option<SnapshotJob>,
 }
 
 impl Persistence {
@@ -123,31 +174,36 @@ impl Persistence {
                 options.segment_bytes,
                 recovered.generation,
             );
-            let wal = GroupCommit::start(
-                writer,
-                GroupCommitOptions {
-                    force_sync: options.force_sync,
-                    fsync_warn: options.fsync_warn,
-                },
-                on_durable,
-                on_failure,
-            )
-            .map_err(StorageError::io(
-                "start log writer thread",
-                &options.layout.wal_dir,
-            ))?;
+            let group_options = GroupCommitOptions {
+                force_sync: options.force_sync,
+                fsync_warn: options.fsync_warn,
+            };
+            let wal = if options.execution.is_stepped() {
+                let log = SteppedLog::new(writer, group_options, on_durable, on_failure);
+                Log::Stepped(Box::new(log))
+            } else {
+                Log::Thread(
+                    GroupCommit::start(writer, group_options, on_durable, on_failure).map_err(
+                        StorageError::io("start log writer thread", &options.layout.wal_dir),
+                    )?,
+                )
+            };
             (Some(wal), None)
         };
-        let wal_stats = wal.as_ref().map_or_else(Arc::default, |w| w.stats.clone());
+        let wal_stats = wal.as_ref().map_or_else(Arc::default, Log::stats);
         let checkpoint_on_disk = options.diskless
             && fs
                 .list(&options.layout.snap_dir)
                 .is_ok_and(|names| names.iter().any(|n| n == crate::checkpoint::FILE_NAME));
-        let random = seed();
+        let random = match options.execution {
+            Execution::Threads => seed(),
+            Execution::Stepped { seed } => seed | 1,
+        };
+        let clock = Clock::for_execution(options.execution);
         let mut persistence = Persistence {
             fs,
             next_purge: (!options.purge_interval.is_zero())
-                .then(|| Instant::now() + options.purge_interval),
+                .then(|| clock.now_ms() + options.purge_interval.as_millis() as u64),
             options,
             wal,
             wal_stats,
@@ -166,7 +222,8 @@ impl Persistence {
             )),
             cancel_snapshot: Arc::new(AtomicBool::new(false)),
             rest_until_ms: Arc::new(AtomicU64::new(0)),
-            clock: Instant::now(),
+            clock,
+            pending_snapshot: None,
         };
         persistence.next_snapshot_at = persistence.draw_snapshot_interval();
         Ok((persistence, recovered))
@@ -174,7 +231,7 @@ impl Persistence {
 
     /// Queues a transaction for the log. Its durability is reported through `on_durable`.
     pub fn append(&mut self, txn: &Txn) -> Result<()> {
-        if let Some(wal) = &self.wal {
+        if let Some(wal) = &mut self.wal {
             return wal.append(txn.header.zxid, encode_txn(txn));
         }
         // Diskless: the proposal lives in memory only, so a checkpoint that claims this
@@ -285,8 +342,9 @@ impl Persistence {
         if due && !self.snapshot_running() {
             self.snapshot(tree);
         }
-        if self.next_purge.is_some_and(|at| Instant::now() >= at) {
-            self.next_purge = Some(Instant::now() + self.options.purge_interval);
+        let now = self.clock.now_ms();
+        if self.next_purge.is_some_and(|at| now >= at) {
+            self.next_purge = Some(now + self.options.purge_interval.as_millis() as u64);
             self.start_purge();
         }
     }
@@ -307,11 +365,11 @@ impl Persistence {
     /// Diskless: whether the rest after the last busy snapshot is over (see
     /// [`PersistenceOptions::busy_snapshot_rest_percent`]).
     fn rested(&self) -> bool {
-        self.clock.elapsed().as_millis() as u64 >= self.rest_until_ms.load(Ordering::Acquire)
+        self.clock.now_ms() >= self.rest_until_ms.load(Ordering::Acquire)
     }
 
-    /// Starts a consistent snapshot of `tree` as it is now, on its own thread. Returns false
-    /// if one is already running.
+    /// Starts a consistent snapshot of `tree` as it is now, on its own thread (stepped: when
+    /// the host runs it). Returns false if one is already running.
     pub fn snapshot(&mut self, tree: &DataTree) -> bool {
         if self.snapshot_running.swap(true, Ordering::AcqRel) {
             return false;
@@ -319,58 +377,31 @@ impl Persistence {
         self.since_snapshot = 0;
         self.next_snapshot_at = self.draw_snapshot_interval();
         self.running_zxid = tree.last_processed_zxid();
-        let frozen = tree.freeze();
-        let (fs, layout) = (self.fs.clone(), self.options.layout.clone());
-        let (running, stats) = (self.snapshot_running.clone(), self.snapshot_stats.clone());
-        let stamp = self.stamp();
-        let cancel = self.cancel_snapshot.clone();
-        let (clock, rest_until_ms) = (self.clock, self.rest_until_ms.clone());
-        let on_disk = self.snapshot_on_disk.clone();
-        let rest_percent = u64::from(self.options.busy_snapshot_rest_percent);
-        // Diskless snapshots come back to back: purge after each, or they fill the disk.
-        let purge_after = self
-            .wal
-            .is_none()
-            .then_some(self.options.snap_retain_count.max(1));
+        let job = SnapshotJob {
+            fs: self.fs.clone(),
+            layout: self.options.layout.clone(),
+            frozen: tree.freeze(),
+            stamp: self.stamp(),
+            cancel: self.cancel_snapshot.clone(),
+            running: self.snapshot_running.clone(),
+            stats: self.snapshot_stats.clone(),
+            on_disk: self.snapshot_on_disk.clone(),
+            clock: self.clock.clone(),
+            rest_until_ms: self.rest_until_ms.clone(),
+            rest_percent: u64::from(self.options.busy_snapshot_rest_percent),
+            // Diskless snapshots come back to back: purge after each, or they fill the disk.
+            purge_after: self
+                .wal
+                .is_none()
+                .then_some(self.options.snap_retain_count.max(1)),
+        };
+        if self.options.execution.is_stepped() {
+            self.pending_snapshot = Some(job);
+            return true;
+        }
         let spawned = std::thread::Builder::new()
             .name("meerkat-snapshot".into())
-            .spawn(move || {
-                let started = Instant::now();
-                match snapshot_file::write_unless_cancelled(fs.as_ref(), &layout, &frozen, stamp, &cancel) {
-                    Ok(written) => {
-                        let ms = started.elapsed().as_millis() as u64;
-                        let ended = clock.elapsed().as_millis() as u64;
-                        rest_until_ms.store(ended + ms * rest_percent / 100, Ordering::Release);
-                        on_disk.fetch_max(frozen.zxid(), Ordering::AcqRel);
-                        stats.taken.fetch_add(1, Ordering::Relaxed);
-                        stats.last_zxid.store(frozen.zxid(), Ordering::Relaxed);
-                        stats.last_millis.store(ms, Ordering::Relaxed);
-                        stats.last_bytes.store(written.bytes, Ordering::Relaxed);
-                        stats.total_millis.fetch_add(ms, Ordering::Relaxed);
-                        stats.max_millis.fetch_max(ms, Ordering::Relaxed);
-                        log_snapshot_written(
-                            purge_after.is_some(),
-                            &written.path,
-                            frozen.zxid(),
-                            frozen.node_count(),
-                            written.bytes,
-                            ms,
-                        );
-                    }
-                    Err(StorageError::Cancelled) => {
-                        tracing::debug!(zxid = format!("{:#x}", frozen.zxid()), "snapshot cancelled")
-                    }
-                    // A failed snapshot loses nothing the previous one had: say so and try again
-                    // at the next interval (diskless: at the next write).
-                    Err(e) => tracing::error!(error = %e, diskless = purge_after.is_some(), "snapshot failed; the previous snapshot (and the log, when there is one) still stands"),
-                }
-                if let Some(retain) = purge_after {
-                    if let Err(e) = purge::purge_keeping(fs.as_ref(), &layout, retain) {
-                        tracing::error!(error = %e, "purge of old snapshots failed");
-                    }
-                }
-                running.store(false, Ordering::Release);
-            });
+            .spawn(move || job.run(None));
         if let Err(e) = spawned {
             tracing::error!(error = %e, "could not start the snapshot thread");
             self.snapshot_running.store(false, Ordering::Release);
@@ -379,21 +410,56 @@ impl Persistence {
         true
     }
 
+    /// Stepped: writes the snapshot started last, as if writing it took `duration_ms` (the
+    /// busy snapshot's rest follows from it). Returns whether there was one.
+    pub fn run_snapshot(&mut self, duration_ms: u64) -> bool {
+        match self.pending_snapshot.take() {
+            Some(job) => {
+                job.run(Some(duration_ms));
+                true
+            }
+            None => false,
+        }
+    }
+
+    /// Stepped: writes and syncs the queued log records as one group and reports them
+    /// durable (the writer thread's work, when the host says it is done).
+    pub fn flush_log(&mut self) -> Result<()> {
+        match &mut self.wal {
+            Some(Log::Stepped(log)) => log.flush(),
+            _ => Ok(()),
+        }
+    }
+
+    /// Stepped: whether log records wait for [`Persistence::flush_log`].
+    pub fn log_queued(&self) -> bool {
+        matches!(&self.wal, Some(Log::Stepped(log)) if log.has_queued())
+    }
+
+    /// Stepped: the time is now `now_ms` (ms since the host started; never goes back).
+    pub fn set_clock(&self, now_ms: u64) {
+        self.clock.set(now_ms);
+    }
+
     pub fn snapshot_running(&self) -> bool {
         self.snapshot_running.load(Ordering::Acquire)
     }
 
     fn stamp(&self) -> snapshot_file::Stamp {
         snapshot_file::Stamp {
-            created_ms: wall_ms(),
+            created_ms: self.clock.wall_ms(),
             generation: self.generation,
             label: self.epoch_label,
         }
     }
 
     /// Waits until no snapshot thread runs (one told to cancel stops at its next chunk), then
-    /// clears the cancel request.
-    fn wait_for_snapshot(&self) {
+    /// clears the cancel request. Stepped: the pending snapshot runs now (or, cancelled, gives
+    /// up at once).
+    fn wait_for_snapshot(&mut self) {
+        if let Some(job) = self.pending_snapshot.take() {
+            job.run(Some(0));
+        }
         while self.snapshot_running() {
             std::thread::sleep(Duration::from_micros(200));
         }
@@ -406,6 +472,12 @@ impl Persistence {
             self.options.layout.clone(),
             self.options.snap_retain_count,
         );
+        if self.options.execution.is_stepped() {
+            if let Err(e) = purge::purge(fs.as_ref(), &layout, retain) {
+                tracing::error!(error = %e, "purge failed");
+            }
+            return;
+        }
         let _ = std::thread::Builder::new()
             .name("meerkat-purge".into())
             .spawn(move || {
@@ -420,7 +492,7 @@ impl Persistence {
     }
 
     pub fn has_failed(&self) -> bool {
-        self.wal.as_ref().is_some_and(GroupCommit::has_failed)
+        self.wal.as_ref().is_some_and(Log::has_failed)
     }
 
     pub fn options(&self) -> &PersistenceOptions {
@@ -440,7 +512,7 @@ impl Persistence {
     /// Synchronous (Zab's TRUNC): writes what is queued, then durably drops every log record
     /// after `zxid`.
     pub fn truncate_log_after(&mut self, zxid: i64) -> Result<()> {
-        match &self.wal {
+        match &mut self.wal {
             Some(wal) => wal.truncate_after(zxid),
             // Diskless: the proposals were never on disk, except those a whole checkpoint
             // saved. Those after `zxid` are cut too, or a restart would vote with (and a
@@ -476,7 +548,7 @@ impl Persistence {
         let generation = self.generation + 1;
         let loaded =
             snapshot_file::save_bytes(self.fs.as_ref(), &self.options.layout, bytes, generation)?;
-        match &self.wal {
+        match &mut self.wal {
             Some(wal) => wal.reset(loaded.header.zxid, generation)?,
             // Diskless: the leader's state replaces ours; an older checkpoint no longer
             // describes what this server holds.
@@ -519,8 +591,12 @@ impl Persistence {
 
     /// Stops the log writer after it has written and synced everything queued.
     pub fn close(mut self) {
-        if let Some(wal) = self.wal.take() {
-            wal.close();
+        match self.wal.take() {
+            Some(Log::Thread(wal)) => wal.close(),
+            Some(Log::Stepped(mut log)) => {
+                let _ = log.flush();
+            }
+            None => {}
         }
     }
 }
@@ -530,6 +606,10 @@ impl Drop for Persistence {
     /// the next one on the same data dir. Bounded: a snapshot of a huge tree is abandoned as a
     /// temp file, which recovery removes.
     fn drop(&mut self) {
+        // Stepped: a snapshot the host never ran was never written.
+        if self.pending_snapshot.take().is_some() {
+            self.snapshot_running.store(false, Ordering::Release);
+        }
         self.cancel_snapshot.store(true, Ordering::Release);
         let deadline = Instant::now() + Duration::from_secs(10);
         while self.snapshot_running.load(Ordering::Acquire) && Instant::now() < deadline {
@@ -549,21 +629,4 @@ fn wall_ms() -> i64 {
     std::time::SystemTime::now()
         .duration_since(std::time::UNIX_EPOCH)
         .map_or(0, |d| d.as_millis() as i64)
-}
-
-/// Busy snapshots (diskless) run back to back: only the periodic ones are news at info level.
-fn log_snapshot_written(
-    busy: bool,
-    path: &std::path::Path,
-    zxid: i64,
-    nodes: usize,
-    bytes: u64,
-    ms: u64,
-) {
-    let zxid = format!("{zxid:#x}");
-    if busy {
-        tracing::debug!(path = %path.display(), zxid, nodes, bytes, ms, "snapshot written");
-    } else {
-        tracing::info!(path = %path.display(), zxid, nodes, bytes, ms, "snapshot written");
-    }
 }
