@@ -40,7 +40,7 @@ pub mod store;
 pub mod watch_manager;
 
 pub use now::Now;
-pub use output::Output;
+pub use output::{Observation, Output};
 pub use replica::{ClientInput, Conn, Replica, Startup};
 pub use settings::Settings;
 pub use store::Store;

@@ -1,7 +1,7 @@
 //! What the replica asks its host to do, in the order it must happen.
 
 use crate::watch_manager::ConnId;
-use zab::{Sid, Zxid};
+use zab::{Role, SharedEntry, Sid, Zxid};
 
 #[derive(Debug)]
 pub enum Output {
@@ -31,4 +31,24 @@ pub enum Output {
     /// The log was cut back to `zxid` (TRUNC or SNAP): a durability report above it from
     /// before the cut must not mark entries appended after it durable.
     ResetDurableReports { zxid: Zxid },
+    /// What the replica did, for a checker watching it ([`crate::Settings::observe`]; never
+    /// in production).
+    Observed(Observation),
+}
+
+/// The steps of Zab a checker judges (the simulator's Zab and client checkers).
+#[derive(Debug, Clone)]
+pub enum Observation {
+    /// The leader appended its own proposal.
+    Proposed(SharedEntry),
+    /// A committed transaction is about to be applied here.
+    Delivered(SharedEntry),
+    /// The role changed; `delivered` is the last transaction applied before.
+    RoleChanged {
+        role: Role,
+        epoch: u32,
+        delivered: Zxid,
+    },
+    /// A leader's snapshot replaced the tree.
+    Installed { zxid: Zxid, digest: u64 },
 }

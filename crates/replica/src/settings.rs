@@ -15,6 +15,8 @@ pub struct Settings {
     pub container_max_per_minute: u32,
     /// `znode.container.maxNeverUsedIntervalMs` (0: never-used containers are kept).
     pub container_max_never_used_ms: i64,
+    /// Output [`crate::Output::Observed`] for a checker (the simulator).
+    pub observe: bool,
 }
 
 impl Default for Settings {
@@ -28,6 +30,7 @@ impl Default for Settings {
             container_check_interval_ms: 60_000,
             container_max_per_minute: 10_000,
             container_max_never_used_ms: 0,
+            observe: false,
         }
     }
 }

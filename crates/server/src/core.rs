@@ -273,6 +273,8 @@ impl Core {
                 }
             }
             Output::SendSnapshot { to, zxid, tree } => self.send_snapshot(to, zxid, tree),
+            // Only a checker asks for these; this server never does (Settings::observe).
+            Output::Observed(_) => {}
             Output::ResetDurableReports { zxid } => {
                 let zxid = zxid.as_i64();
                 self.progress

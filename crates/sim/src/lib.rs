@@ -14,10 +14,13 @@
 //! * [`zab_checker`], [`client_checker`], [`durability`]: the properties checked.
 //! * [`run`]: one run (safety phase, liveness phase, checks); [`scenario`]: scripted
 //!   regressions of known ZooKeeper bugs.
+//! * [`cluster`]: the simulator that runs the server's own replica and storage code (which
+//!   replaces the model above as it grows; see docs/verification.md).
 
 pub mod client;
 pub mod client_checker;
 pub mod client_driver;
+pub mod cluster;
 pub mod disk;
 pub mod diskless;
 pub mod durability;

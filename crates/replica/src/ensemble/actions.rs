@@ -10,7 +10,7 @@ use super::state::{Ensemble, Waiting};
 use crate::limits::DIGEST_CHECKS_MAX;
 use crate::replica::{Replica, ReplyTo};
 use crate::store::Store;
-use crate::Output;
+use crate::{Observation, Output};
 use proto::txn::TxnBody;
 use proto::Record;
 use std::sync::Arc;
@@ -19,6 +19,17 @@ use zab::{Action, Role, SharedEntry, Sid, Zxid};
 impl<S: Store> Replica<S> {
     pub(crate) fn ensemble(&mut self) -> Option<&mut Ensemble> {
         self.ensemble.as_deref_mut()
+    }
+
+    /// Tells a watching checker what happened ([`crate::Settings::observe`]).
+    fn observe(&mut self, what: impl FnOnce(&Self) -> Observation) {
+        if !self.settings.observe {
+            return;
+        }
+        let seen = what(self);
+        if let Some(ensemble) = self.ensemble() {
+            ensemble.outbox.push(Output::Observed(seen));
+        }
     }
 
     /// Runs Zab's pending actions until there are none, then reacts to a change of serving.
@@ -82,6 +93,10 @@ impl<S: Store> Replica<S> {
                 }
             }
             Action::Append(entry) => {
+                if ensemble.is_leader() && self.settings.observe {
+                    let seen = Observation::Proposed(entry.clone());
+                    ensemble.outbox.push(Output::Observed(seen));
+                }
                 if ensemble.is_leader() {
                     let bytes = proposal_bytes(&entry);
                     let s = &mut ensemble.stats;
@@ -163,10 +178,18 @@ impl<S: Store> Replica<S> {
         };
         tracing::info!(zxid = %zxid, nodes = tree.node_count(), "installed the leader's snapshot");
         self.replace_tree(tree);
+        self.observe(|r| Observation::Installed {
+            zxid,
+            digest: r.tree.digest(),
+        });
     }
 
     /// Applies a committed transaction and answers whoever here waits for it.
     fn deliver(&mut self, entry: SharedEntry) {
+        if self.settings.observe {
+            let seen = Observation::Delivered(entry.clone());
+            self.observe(|_| seen);
+        }
         let txn = Arc::unwrap_or_clone(entry).txn;
         let session_id = txn.header.client_id;
         let zxid = txn.header.zxid;
@@ -308,6 +331,11 @@ impl<S: Store> Replica<S> {
     }
 
     fn role_changed(&mut self, role: Role, epoch: u32) {
+        self.observe(|r| Observation::RoleChanged {
+            role,
+            epoch,
+            delivered: Zxid::from_i64(r.tree.last_processed_zxid()),
+        });
         let Some(ensemble) = self.ensemble() else {
             return;
         };

@@ -1,0 +1,246 @@
+//! A simulated ZooKeeper client that speaks the real wire format to the replica: it connects
+//! (a new session, or its old one with the password and the last zxid it saw), pipelines a
+//! few requests as length-prefixed frames, reads replies and watch events from frames, gives
+//! up on a silent connection, and moves to another server. What it is told is recorded as the
+//! history the client checker judges.
+
+use crate::ops::{ClientOp, NodeValue, OpResult, KEYS};
+use proto::request::Request;
+use proto::{
+    Acl, ConnectRequest, ConnectResponse, CreateRequest, GetDataResponse, Id, OpCode,
+    PathAndVersion, PathAndWatch, Reader, Record, ReplyHeader, RequestHeader, SetDataRequest, Stat,
+    Writer,
+};
+use std::collections::VecDeque;
+use zab::{Millis, Sid, Zxid};
+
+/// Requests a client keeps in flight.
+pub const OUTSTANDING_MAX: usize = 3;
+/// Silence after which a client abandons its connection.
+pub const TIMEOUT_MS: Millis = 1500;
+/// The session timeout clients ask for.
+pub const SESSION_TIMEOUT_MS: i32 = 2000;
+
+/// Where a client is with its connection.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Phase {
+    Disconnected,
+    /// The connect request is on its way; since when.
+    Connecting {
+        since: Millis,
+    },
+    Connected,
+}
+
+#[derive(Debug)]
+pub struct Client {
+    pub index: usize,
+    pub server: Option<Sid>,
+    /// The connection in use (unique in the whole run).
+    pub conn: Option<u64>,
+    pub phase: Phase,
+    /// The session and its password, once the ensemble created one.
+    pub session: Option<(i64, Vec<u8>)>,
+    pub next_xid: i32,
+    /// (xid, history index) in send order.
+    pub outstanding: VecDeque<(i32, usize)>,
+    pub last_zxid: i64,
+    pub values_written: u64,
+    /// The version last read per key, for conditional setData.
+    pub known_version: Vec<i32>,
+    /// Latest scheduled arrival on each direction of the connection, to keep it FIFO.
+    pub last_request_at: Millis,
+    pub last_reply_at: Millis,
+}
+
+impl Client {
+    pub fn new(index: usize) -> Client {
+        Client {
+            index,
+            server: None,
+            conn: None,
+            phase: Phase::Disconnected,
+            session: None,
+            next_xid: 1,
+            outstanding: VecDeque::new(),
+            last_zxid: 0,
+            values_written: 0,
+            known_version: vec![-1; KEYS.len()],
+            last_request_at: 0,
+            last_reply_at: 0,
+        }
+    }
+
+    pub fn unique_value(&mut self) -> Vec<u8> {
+        self.values_written += 1;
+        format!("c{}-{}", self.index, self.values_written).into_bytes()
+    }
+
+    /// The connect request for a new connection.
+    pub fn connect_request(&self) -> ConnectRequest {
+        let (session_id, passwd) = self.session.clone().unwrap_or((0, vec![0; 16]));
+        ConnectRequest {
+            protocol_version: 0,
+            last_zxid_seen: self.last_zxid,
+            timeout_ms: SESSION_TIMEOUT_MS,
+            session_id,
+            passwd,
+            read_only: None,
+        }
+    }
+
+    /// Forgets the connection; what is outstanding has an unknown outcome.
+    pub fn disconnect(&mut self) {
+        self.outstanding.clear();
+        self.server = None;
+        self.conn = None;
+        self.phase = Phase::Disconnected;
+    }
+}
+
+fn open_acl() -> Vec<Acl> {
+    vec![Acl {
+        perms: proto::watch::perms::ALL,
+        id: Id {
+            scheme: "world".into(),
+            id: "anyone".into(),
+        },
+    }]
+}
+
+/// The ZooKeeper request for an operation of the workload.
+pub fn request_of(op: &ClientOp) -> Request {
+    match op {
+        ClientOp::Create { key, value } => Request::Create {
+            op: OpCode::Create,
+            req: CreateRequest {
+                path: KEYS[*key].into(),
+                data: Some(value.clone()),
+                acl: open_acl(),
+                flags: 0,
+            },
+        },
+        ClientOp::Set {
+            key,
+            value,
+            version,
+        } => Request::SetData(SetDataRequest {
+            path: KEYS[*key].into(),
+            data: Some(value.clone()),
+            version: *version,
+        }),
+        ClientOp::Delete { key } => Request::Delete(PathAndVersion {
+            path: KEYS[*key].into(),
+            version: -1,
+        }),
+        ClientOp::Get { key } => Request::GetData(PathAndWatch {
+            path: KEYS[*key].into(),
+            watch: true,
+        }),
+        ClientOp::Sync => Request::Sync(proto::PathRecord { path: "/".into() }),
+    }
+}
+
+/// A request as the client sends it: a length-prefixed frame of header and body.
+pub fn request_frame(xid: i32, request: &Request) -> Vec<u8> {
+    let mut w = Writer::new();
+    RequestHeader {
+        xid,
+        op_type: request.op_code().code(),
+    }
+    .encode(&mut w);
+    request.encode_body(&mut w);
+    framed(w.into_inner())
+}
+
+pub fn connect_frame(request: &ConnectRequest) -> Vec<u8> {
+    let mut w = Writer::new();
+    request.encode(&mut w);
+    framed(w.into_inner())
+}
+
+fn framed(body: Vec<u8>) -> Vec<u8> {
+    let mut out = Vec::with_capacity(body.len() + 4);
+    out.extend_from_slice(&(body.len() as i32).to_be_bytes());
+    out.extend_from_slice(&body);
+    out
+}
+
+/// The payload of a length-prefixed frame, checked.
+pub fn unframe(frame: &[u8]) -> Result<&[u8], String> {
+    let len = frame
+        .get(..4)
+        .map(|b| i32::from_be_bytes([b[0], b[1], b[2], b[3]]))
+        .ok_or("a frame shorter than its length")?;
+    let body = &frame[4..];
+    if usize::try_from(len).ok() != Some(body.len()) {
+        return Err(format!("a frame of {} bytes says {len}", body.len()));
+    }
+    Ok(body)
+}
+
+pub fn decode_connect_response(frame: &[u8]) -> Result<ConnectResponse, String> {
+    let body = unframe(frame)?;
+    ConnectResponse::decode(&mut Reader::new(body)).map_err(|e| e.to_string())
+}
+
+/// What a frame after the handshake is.
+pub enum Incoming {
+    /// A watch event (xid −1) for the change at `zxid`.
+    Event {
+        zxid: i64,
+    },
+    Reply {
+        header: ReplyHeader,
+        body: Vec<u8>,
+    },
+}
+
+pub fn decode_incoming(frame: &[u8]) -> Result<Incoming, String> {
+    let body = unframe(frame)?;
+    let mut r = Reader::new(body);
+    let header = ReplyHeader::decode(&mut r).map_err(|e| e.to_string())?;
+    if header.xid == -1 {
+        return Ok(Incoming::Event { zxid: header.zxid });
+    }
+    Ok(Incoming::Reply {
+        header,
+        body: r.rest().to_vec(),
+    })
+}
+
+/// What the client learns from the reply to `op`.
+pub fn result_of(op: &ClientOp, header: &ReplyHeader, body: &[u8]) -> Result<OpResult, String> {
+    let zxid = Zxid::from_i64(header.zxid);
+    if header.err == proto::ErrorCode::ThrottledOp.code() {
+        return Ok(OpResult::Refused);
+    }
+    Ok(match op {
+        ClientOp::Get { .. } => {
+            let value: NodeValue = if header.err == 0 {
+                let data = GetDataResponse::decode(&mut Reader::new(body))
+                    .map_err(|e| format!("getData reply: {e}"))?;
+                Some((data.data.unwrap_or_default(), data.stat.version))
+            } else if header.err == proto::ErrorCode::NoNode.code() {
+                None
+            } else {
+                return Err(format!("getData answered {}", header.err));
+            };
+            OpResult::Read { zxid, value }
+        }
+        ClientOp::Set { .. } if header.err == 0 => {
+            let stat =
+                Stat::decode(&mut Reader::new(body)).map_err(|e| format!("setData reply: {e}"))?;
+            OpResult::Written {
+                zxid,
+                code: 0,
+                version: Some(stat.version),
+            }
+        }
+        _ => OpResult::Written {
+            zxid,
+            code: header.err,
+            version: None,
+        },
+    })
+}

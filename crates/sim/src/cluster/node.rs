@@ -1,0 +1,164 @@
+//! One simulated server running the real replica over the real storage code, stepped
+//! (`storage::Execution::Stepped`) on a fault-injecting in-memory disk. A crash drops the
+//! replica and keeps what a machine would find on the disk afterwards.
+
+use replica::ensemble::Ensemble;
+use replica::{Now, Replica, Settings};
+use std::path::Path;
+use std::sync::{Arc, Mutex};
+use storage::faulty_fs::{FaultyFs, Tear};
+use storage::{Execution, Persistence, PersistenceOptions, Replay};
+use zab::{Config, Durability, Sid, Zab, Zxid};
+
+/// The replica as the simulator runs it.
+pub type SimReplica = Replica<Persistence>;
+
+/// What a node's ensemble looks like.
+#[derive(Debug, Clone)]
+pub struct NodeConfig {
+    pub voters: Vec<Sid>,
+    pub diskless: bool,
+    /// `snapCount`: small, so snapshots and SNAP syncs happen in short runs.
+    pub snap_count: u64,
+    /// Committed entries a leader keeps for DIFF (small values force SNAP).
+    pub committed_log_max: usize,
+    pub tick_time_ms: u32,
+    /// Proposals in flight at the leader, and the backlog behind them.
+    pub in_flight_max: usize,
+    pub backlog_max: usize,
+}
+
+pub struct Node {
+    pub sid: Sid,
+    /// The disk: what the running replica wrote, or what survived its last crash.
+    pub fs: FaultyFs,
+    pub replica: Option<SimReplica>,
+    /// Durability reports of the store, waiting to be handed to the replica.
+    reports: Arc<Mutex<Vec<i64>>>,
+    /// Set when the store failed (the replica must stop).
+    failure: Arc<Mutex<Option<String>>>,
+    /// Boots so far: events of an earlier boot are stale.
+    pub incarnation: u64,
+    pub fsync_in_flight: bool,
+    pub snapshot_in_flight: bool,
+    /// The zxid the replica applied last (for the Zab checker's parent links).
+    pub applied: Zxid,
+}
+
+impl Node {
+    pub fn new(sid: Sid) -> Node {
+        Node {
+            sid,
+            fs: FaultyFs::new(),
+            replica: None,
+            reports: Arc::default(),
+            failure: Arc::default(),
+            incarnation: 0,
+            fsync_in_flight: false,
+            snapshot_in_flight: false,
+            applied: Zxid::ZERO,
+        }
+    }
+
+    pub fn is_up(&self) -> bool {
+        self.replica.is_some()
+    }
+
+    /// Boots from the disk as it is: recovery, the member's boot rules, Zab, the replica.
+    pub fn boot(&mut self, config: &NodeConfig, now: Now, seed: u64) -> Result<(), String> {
+        self.incarnation += 1;
+        self.fsync_in_flight = false;
+        self.snapshot_in_flight = false;
+        self.reports = Arc::default();
+        self.failure = Arc::default();
+        let options = PersistenceOptions {
+            layout: storage::Layout::new(Path::new("/data"), Path::new("/data")),
+            force_sync: true,
+            segment_bytes: 64 * 1024,
+            snap_count: config.snap_count,
+            snap_retain_count: 3,
+            purge_interval: std::time::Duration::ZERO,
+            fsync_warn: std::time::Duration::from_secs(3600),
+            replay: Replay::Collect,
+            diskless: config.diskless,
+            busy_snapshot_rest_percent: 100,
+            execution: Execution::Stepped { seed },
+        };
+        let reports = self.reports.clone();
+        let failure = self.failure.clone();
+        let (store, recovered) = Persistence::open(
+            Arc::new(self.fs.clone()),
+            options,
+            Box::new(move |zxid| lock(&reports).push(zxid)),
+            Box::new(move |e| *lock(&failure) = Some(e.to_string())),
+        )
+        .map_err(|e| format!("server {} cannot recover: {e}", self.sid))?;
+        store.set_clock(now.mono_ms);
+        let incarnation = seed ^ (self.incarnation << 48) ^ self.sid;
+        let boot = replica::boot::zab_boot(&store, &recovered, config.diskless, incarnation)
+            .map_err(|e| format!("server {} cannot boot: {e}", self.sid))?;
+        self.applied = Zxid::from_i64(recovered.tree.last_processed_zxid());
+        let settings = Settings {
+            tick_time_ms: config.tick_time_ms,
+            min_session_timeout_ms: config.tick_time_ms * 2,
+            max_session_timeout_ms: config.tick_time_ms * 20,
+            observe: true,
+            ..Settings::default()
+        };
+        let mut replica = Replica::new(settings, store, recovered, 0, now);
+        let mut zab_config = Config::new(
+            self.sid,
+            config.voters.iter().copied().collect(),
+            Default::default(),
+        );
+        zab_config.committed_log_max = config.committed_log_max;
+        zab_config.proposals_in_flight_max = config.in_flight_max;
+        if config.diskless {
+            zab_config.durability = Durability::Diskless;
+        }
+        let zab = Zab::new(zab_config, boot, now.mono_ms)
+            .map_err(|e| format!("server {} cannot start Zab: {e}", self.sid))?;
+        let peers = config.voters.iter().copied().filter(|&s| s != self.sid);
+        let ensemble = Ensemble::new(
+            zab,
+            self.sid,
+            peers.collect(),
+            config.backlog_max,
+            now.mono_ms,
+        );
+        replica.join_ensemble(now, ensemble);
+        self.replica = Some(replica);
+        Ok(())
+    }
+
+    /// The process dies: the replica and whatever was not on disk are gone. `tear` decides
+    /// how much of what was written but not synced survives.
+    pub fn crash(&mut self, tear: Tear) {
+        self.replica = None;
+        self.fs = self.fs.crash_image(tear);
+        self.incarnation += 1;
+        self.fsync_in_flight = false;
+        self.snapshot_in_flight = false;
+    }
+
+    /// The disk is lost entirely (a replaced machine).
+    pub fn wipe(&mut self) {
+        self.replica = None;
+        self.fs = FaultyFs::new();
+        self.incarnation += 1;
+    }
+
+    /// Durability reports the store made since the last call.
+    pub fn take_reports(&self) -> Vec<i64> {
+        std::mem::take(&mut *lock(&self.reports))
+    }
+
+    /// Why the store stopped, if it did.
+    pub fn store_failure(&self) -> Option<String> {
+        lock(&self.failure).clone()
+    }
+}
+
+fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
+    m.lock().unwrap_or_else(|p| p.into_inner())
+}

@@ -1,0 +1,1020 @@
+//! The world of the replica simulator: nodes running the server's own replica and storage,
+//! clients speaking the wire format, a network, one clock and one event queue. Nothing reads
+//! real time or OS randomness; a seed determines every event.
+//!
+//! The host part of each node is what `crates/server` does with sockets and threads, done
+//! with events: it hands the replica its inputs (peer frames, client frames decoded as the
+//! server's connection does, ticks, durability reports) and executes its outputs in order.
+
+use super::client::{self, Client, Incoming, Phase};
+use super::node::{Node, NodeConfig, SimReplica};
+use crate::network::{Network, Receive, Transit};
+use crate::ops::{ClientOp, OpRecord, OpResult, KEYS};
+use crate::rng::SimRng;
+use crate::zab_checker::ZabChecker;
+use proto::request::Request;
+use proto::{ConnectRequest, Reader, Record, RequestHeader};
+use replica::ensemble::codec::{self, PeerMessage};
+use replica::{ClientInput, Now, Observation, Output};
+use std::cmp::Ordering;
+use std::collections::{BTreeMap, BinaryHeap};
+use storage::faulty_fs::Tear;
+use zab::{Millis, Role, Sid, Zxid};
+
+/// How often a node's Zab timers run (the server's `ZAB_TICK`).
+pub const ZAB_TICK_MS: Millis = 10;
+/// Events one run may process at most.
+pub const EVENTS_MAX: u64 = 5_000_000;
+
+#[derive(Debug, Clone)]
+pub struct ClusterOptions {
+    pub seed: u64,
+    pub servers: usize,
+    pub clients: usize,
+    pub diskless: bool,
+    pub net_delay_min_ms: Millis,
+    pub net_delay_max_ms: Millis,
+    pub fsync_min_ms: Millis,
+    pub fsync_max_ms: Millis,
+    pub snapshot_min_ms: Millis,
+    pub snapshot_max_ms: Millis,
+    pub fault_phase_ms: Millis,
+    pub fault_interval_min_ms: Millis,
+    pub fault_interval_max_ms: Millis,
+    pub node: NodeConfig,
+}
+
+impl ClusterOptions {
+    /// Everything a run does, drawn from its seed.
+    pub fn from_seed(seed: u64, servers: Option<usize>, diskless: bool) -> ClusterOptions {
+        let mut rng = SimRng::new(seed ^ 0x5eed_c1a5_7e55);
+        let servers = servers.unwrap_or(if rng.chance(0.7) { 3 } else { 5 });
+        let tight = rng.chance(0.3);
+        ClusterOptions {
+            seed,
+            servers,
+            clients: rng.range(2, 6) as usize,
+            diskless,
+            net_delay_min_ms: 1,
+            net_delay_max_ms: rng.range(2, 12),
+            fsync_min_ms: 1,
+            fsync_max_ms: rng.range(2, 15),
+            snapshot_min_ms: 1,
+            snapshot_max_ms: rng.range(5, 60),
+            fault_phase_ms: 6_000,
+            fault_interval_min_ms: 200,
+            fault_interval_max_ms: rng.range(600, 2_000),
+            node: NodeConfig {
+                voters: (1..=servers as Sid).collect(),
+                diskless,
+                snap_count: rng.range(20, 200),
+                committed_log_max: rng.range(5, 100) as usize,
+                tick_time_ms: 100,
+                // A tight pipeline and backlog make the leader refuse work (THROTTLEDOP).
+                in_flight_max: if tight { 2 } else { 1000 },
+                backlog_max: if tight { 2 } else { 4096 },
+            },
+        }
+    }
+}
+
+/// A message on a client connection, client → server.
+#[derive(Debug, Clone)]
+pub enum ToServer {
+    Connect(Vec<u8>),
+    Request(Vec<u8>),
+    Closed,
+}
+
+/// A message on a client connection, server → client.
+#[derive(Debug, Clone)]
+pub enum ToClient {
+    Frame(Vec<u8>),
+    Closed,
+}
+
+#[derive(Debug, Clone)]
+pub enum Event {
+    PeerFrame {
+        from: Sid,
+        to: Sid,
+        generation: u64,
+        frame: Vec<u8>,
+    },
+    PeerDown {
+        node: Sid,
+        peer: Sid,
+        incarnation: u64,
+    },
+    ZabTick {
+        node: Sid,
+        incarnation: u64,
+    },
+    SessionTick {
+        node: Sid,
+        incarnation: u64,
+    },
+    FsyncDone {
+        node: Sid,
+        incarnation: u64,
+    },
+    SnapshotDone {
+        node: Sid,
+        incarnation: u64,
+        took_ms: Millis,
+    },
+    ToServer {
+        node: Sid,
+        conn: u64,
+        msg: ToServer,
+    },
+    ToClient {
+        client: usize,
+        conn: u64,
+        msg: ToClient,
+    },
+    ClientWake {
+        client: usize,
+    },
+    Fault,
+    Restart {
+        node: Sid,
+    },
+    Heal,
+}
+
+struct Scheduled {
+    at: Millis,
+    seq: u64,
+    event: Event,
+}
+
+impl PartialEq for Scheduled {
+    fn eq(&self, other: &Self) -> bool {
+        (self.at, self.seq) == (other.at, other.seq)
+    }
+}
+impl Eq for Scheduled {}
+impl PartialOrd for Scheduled {
+    fn partial_cmp(&self, other: &Self) -> Option<Ordering> {
+        Some(self.cmp(other))
+    }
+}
+impl Ord for Scheduled {
+    /// Reversed: the heap pops the earliest event first, ties in scheduling order.
+    fn cmp(&self, other: &Self) -> Ordering {
+        (other.at, other.seq).cmp(&(self.at, self.seq))
+    }
+}
+
+/// A client connection: whose, to which node, opened in which of its boots.
+#[derive(Debug, Clone, Copy)]
+struct Conn {
+    client: usize,
+    node: Sid,
+    incarnation: u64,
+    /// When the last message towards the server is due, to keep the stream FIFO.
+    last_to_server: Millis,
+}
+
+pub struct ClusterWorld {
+    pub opts: ClusterOptions,
+    pub now: Millis,
+    seq: u64,
+    queue: BinaryHeap<Scheduled>,
+    pub rng: SimRng,
+    pub net: Network,
+    pub nodes: Vec<Node>,
+    pub clients: Vec<Client>,
+    conns: BTreeMap<u64, Conn>,
+    next_conn: u64,
+    pub history: Vec<OpRecord>,
+    pub checker: ZabChecker,
+    pub failures: Vec<String>,
+    pub workload_on: bool,
+    pub nemesis_on: bool,
+    pub events: u64,
+    pub sessions_expired: usize,
+    pub throttled: usize,
+    pub crashes: usize,
+    /// When clients gave up on a silent connection, and on which request.
+    pub hang_ups: Vec<(Millis, usize)>,
+}
+
+impl ClusterWorld {
+    pub fn new(opts: ClusterOptions) -> ClusterWorld {
+        let rng = SimRng::new(opts.seed);
+        let net = Network::new(opts.net_delay_min_ms, opts.net_delay_max_ms);
+        let nodes = (1..=opts.servers as Sid).map(Node::new).collect();
+        let clients = (0..opts.clients).map(Client::new).collect();
+        ClusterWorld {
+            checker: ZabChecker::new(opts.diskless),
+            opts,
+            now: 0,
+            seq: 0,
+            queue: BinaryHeap::new(),
+            rng,
+            net,
+            nodes,
+            clients,
+            conns: BTreeMap::new(),
+            next_conn: 1,
+            history: Vec::new(),
+            failures: Vec::new(),
+            workload_on: true,
+            nemesis_on: false,
+            events: 0,
+            sessions_expired: 0,
+            throttled: 0,
+            crashes: 0,
+            hang_ups: Vec::new(),
+        }
+    }
+
+    pub fn fail(&mut self, what: String) {
+        if self.failures.len() < 20 {
+            self.failures.push(format!("t={} {what}", self.now));
+        }
+    }
+
+    pub fn schedule(&mut self, at: Millis, event: Event) {
+        self.seq += 1;
+        self.queue.push(Scheduled {
+            at,
+            seq: self.seq,
+            event,
+        });
+    }
+
+    fn idx(sid: Sid) -> usize {
+        (sid - 1) as usize
+    }
+
+    pub fn node(&self, sid: Sid) -> &Node {
+        &self.nodes[Self::idx(sid)]
+    }
+
+    fn node_mut(&mut self, sid: Sid) -> &mut Node {
+        &mut self.nodes[Self::idx(sid)]
+    }
+
+    pub fn sids(&self) -> Vec<Sid> {
+        self.nodes.iter().map(|n| n.sid).collect()
+    }
+
+    fn time(&self) -> Now {
+        Now {
+            mono_ms: self.now,
+            wall_ms: 1_700_000_000_000 + self.now as i64,
+        }
+    }
+
+    pub fn run_until(&mut self, until: Millis) {
+        while let Some(top) = self.queue.peek() {
+            if top.at > until {
+                break;
+            }
+            let Some(Scheduled { at, event, .. }) = self.queue.pop() else {
+                break;
+            };
+            self.now = at;
+            self.events += 1;
+            if self.events > EVENTS_MAX {
+                self.fail("event budget exhausted".into());
+                self.queue.clear();
+                break;
+            }
+            self.dispatch(event);
+        }
+        self.now = self.now.max(until);
+    }
+
+    fn dispatch(&mut self, event: Event) {
+        match event {
+            Event::PeerFrame {
+                from,
+                to,
+                generation,
+                frame,
+            } => self.on_peer_frame(from, to, generation, frame),
+            Event::PeerDown {
+                node,
+                peer,
+                incarnation,
+            } => {
+                if self.node(node).incarnation == incarnation {
+                    self.with_replica(node, |r, now| r.on_peer_down(now, peer));
+                }
+            }
+            Event::ZabTick { node, incarnation } => {
+                if self.node(node).incarnation == incarnation && self.node(node).is_up() {
+                    self.with_replica(node, |r, now| r.zab_tick(now));
+                    let next = Event::ZabTick { node, incarnation };
+                    self.schedule(self.now + ZAB_TICK_MS, next);
+                }
+            }
+            Event::SessionTick { node, incarnation } => {
+                if self.node(node).incarnation == incarnation && self.node(node).is_up() {
+                    self.with_replica(node, |r, now| r.tick(now));
+                    let half_tick = u64::from(self.opts.node.tick_time_ms / 2).max(1);
+                    let next = Event::SessionTick { node, incarnation };
+                    self.schedule(self.now + half_tick, next);
+                }
+            }
+            Event::FsyncDone { node, incarnation } => {
+                if self.node(node).incarnation == incarnation {
+                    self.node_mut(node).fsync_in_flight = false;
+                    let flushed = match self.node_mut(node).replica.as_mut() {
+                        Some(r) => r.store.flush_log(),
+                        None => Ok(()),
+                    };
+                    if let Err(e) = flushed {
+                        self.fail(format!("server {node}: the log cannot be written: {e}"));
+                    }
+                    self.after_input(node);
+                }
+            }
+            Event::SnapshotDone {
+                node,
+                incarnation,
+                took_ms,
+            } => {
+                if self.node(node).incarnation == incarnation {
+                    self.node_mut(node).snapshot_in_flight = false;
+                    let now = self.now;
+                    if let Some(r) = self.node_mut(node).replica.as_mut() {
+                        r.store.set_clock(now);
+                        r.store.run_snapshot(took_ms);
+                    }
+                    self.after_input(node);
+                }
+            }
+            Event::ToServer { node, conn, msg } => self.on_to_server(node, conn, msg),
+            Event::ToClient { client, conn, msg } => self.on_to_client(client, conn, msg),
+            Event::ClientWake { client } => self.on_client_wake(client),
+            Event::Fault => self.on_fault(),
+            Event::Restart { node } => {
+                if self.nemesis_on {
+                    self.restart(node);
+                }
+            }
+            Event::Heal => self.net.heal(),
+        }
+    }
+
+    // ----- the host: inputs in, outputs executed -----
+
+    /// Runs `f` on a live node's replica at the current time, then executes what it output.
+    fn with_replica(&mut self, sid: Sid, f: impl FnOnce(&mut SimReplica, Now)) {
+        let now = self.time();
+        let Some(replica) = self.node_mut(sid).replica.as_mut() else {
+            return;
+        };
+        replica.store.set_clock(now.mono_ms);
+        f(replica, now);
+        self.after_input(sid);
+    }
+
+    /// Executes the replica's outputs and hands it the store's durability reports, until
+    /// neither produces more; then schedules the disk work the store waits for.
+    fn after_input(&mut self, sid: Sid) {
+        let now = self.time();
+        for _ in 0..10_000 {
+            let node = self.node_mut(sid);
+            let Some(replica) = node.replica.as_mut() else {
+                return;
+            };
+            let outputs = replica.take_outputs();
+            let mut reports = node.take_reports();
+            if outputs.is_empty() && reports.is_empty() {
+                break;
+            }
+            for output in outputs {
+                if let Output::ResetDurableReports { zxid } = output {
+                    for r in &mut reports {
+                        *r = (*r).min(zxid.as_i64());
+                    }
+                    continue;
+                }
+                self.execute(sid, output);
+            }
+            if let Some(replica) = self.node_mut(sid).replica.as_mut() {
+                for zxid in reports {
+                    replica.on_log_durable(now, zxid);
+                }
+            }
+        }
+        let fatal = self
+            .node_mut(sid)
+            .replica
+            .as_mut()
+            .and_then(|r| r.fatal.take());
+        if let Some(fatal) = fatal {
+            self.fail(format!("server {sid} stopped: {fatal}"));
+            self.crash(sid);
+            return;
+        }
+        if let Some(failure) = self.node(sid).store_failure() {
+            self.fail(format!("server {sid}: storage failed: {failure}"));
+        }
+        let node = self.node_mut(sid);
+        let Some(replica) = node.replica.as_mut() else {
+            return;
+        };
+        let incarnation = node.incarnation;
+        let fsync = replica.store.log_queued() && !node.fsync_in_flight;
+        let snapshot = replica.store.snapshot_running() && !node.snapshot_in_flight;
+        if fsync {
+            node.fsync_in_flight = true;
+            let at = self.now
+                + self
+                    .rng
+                    .range(self.opts.fsync_min_ms, self.opts.fsync_max_ms);
+            self.schedule(
+                at,
+                Event::FsyncDone {
+                    node: sid,
+                    incarnation,
+                },
+            );
+        }
+        if snapshot {
+            self.node_mut(sid).snapshot_in_flight = true;
+            let took_ms = self
+                .rng
+                .range(self.opts.snapshot_min_ms, self.opts.snapshot_max_ms);
+            self.schedule(
+                self.now + took_ms,
+                Event::SnapshotDone {
+                    node: sid,
+                    incarnation,
+                    took_ms,
+                },
+            );
+        }
+    }
+
+    fn execute(&mut self, sid: Sid, output: Output) {
+        match output {
+            Output::ToClient { conn, frame, .. } => {
+                self.send_to_client(conn, ToClient::Frame(frame))
+            }
+            Output::Unanswered { .. } | Output::ResetDurableReports { .. } => {}
+            Output::CloseClient { conn } => {
+                self.send_to_client(conn, ToClient::Closed);
+                // The server's connection task ends and tells the core, as on a real socket.
+                if self.conns.remove(&conn).is_some() {
+                    let msg = ToServer::Closed;
+                    self.schedule(
+                        self.now,
+                        Event::ToServer {
+                            node: sid,
+                            conn,
+                            msg,
+                        },
+                    );
+                }
+            }
+            Output::ToPeer { to, frame } => self.send_peer(sid, to, frame),
+            Output::DisconnectPeer { peer } => {
+                self.net.break_connection(sid, peer);
+                let incarnation = self.node(peer).incarnation;
+                self.schedule(
+                    self.now,
+                    Event::PeerDown {
+                        node: peer,
+                        peer: sid,
+                        incarnation,
+                    },
+                );
+            }
+            Output::SendSnapshot { to, zxid, tree } => {
+                let image = std::sync::Arc::new(storage::Persistence::snapshot_bytes_of(&tree));
+                let msg = PeerMessage::Zab(zab::Message::Snap { zxid, image });
+                self.send_peer(sid, to, codec::encode(&msg));
+            }
+            Output::Observed(seen) => self.observe(sid, seen),
+        }
+    }
+
+    fn observe(&mut self, sid: Sid, seen: Observation) {
+        match seen {
+            Observation::Proposed(entry) => self.checker.on_propose(sid, &entry),
+            Observation::Delivered(entry) => {
+                let parent = self.node(sid).applied;
+                self.checker.on_deliver(sid, &entry, parent);
+                self.node_mut(sid).applied = entry.zxid;
+            }
+            Observation::RoleChanged {
+                role,
+                epoch,
+                delivered,
+            } => match role {
+                Role::Leading => self.checker.on_established(sid, epoch, delivered, self.now),
+                Role::Halted => self.fail(format!("server {sid} halted")),
+                _ => {}
+            },
+            Observation::Installed { zxid, digest } => {
+                self.checker.start_window(sid, zxid);
+                self.node_mut(sid).applied = zxid;
+                let mut tree = tree::DataTree::new();
+                for entry in self.checker.committed.range(..=zxid).map(|(_, e)| e) {
+                    tree.apply(&entry.txn, &mut Vec::new());
+                }
+                if tree.digest() != digest {
+                    self.fail(format!(
+                        "server {sid} installed a snapshot at {zxid} that is not the committed prefix"
+                    ));
+                }
+            }
+        }
+    }
+
+    fn send_peer(&mut self, from: Sid, to: Sid, frame: Vec<u8>) {
+        match self.net.send(&mut self.rng, self.now, from, to) {
+            Transit::Deliver { at, generation } => self.schedule(
+                at,
+                Event::PeerFrame {
+                    from,
+                    to,
+                    generation,
+                    frame,
+                },
+            ),
+            Transit::Lost => {}
+        }
+    }
+
+    fn on_peer_frame(&mut self, from: Sid, to: Sid, generation: u64, frame: Vec<u8>) {
+        if !self.node(to).is_up() {
+            return;
+        }
+        match self.net.receive(from, to, generation) {
+            Receive::Stale => return,
+            Receive::AfterBreak => self.with_replica(to, |r, now| r.on_peer_down(now, from)),
+            Receive::Fresh => {}
+        }
+        self.with_replica(to, |r, now| r.on_peer_frame(now, from, &frame));
+    }
+
+    /// Queues `msg` on a client connection, behind what is already on its way.
+    fn send_to_client(&mut self, conn: u64, msg: ToClient) {
+        let Some(info) = self.conns.get(&conn).copied() else {
+            return;
+        };
+        let client = info.client;
+        let at = (self.now + self.rng.range(0, 2)).max(self.clients[client].last_reply_at);
+        self.clients[client].last_reply_at = at;
+        self.schedule(at, Event::ToClient { client, conn, msg });
+    }
+
+    fn send_to_server(&mut self, conn: u64, msg: ToServer) {
+        let Some(info) = self.conns.get_mut(&conn) else {
+            return;
+        };
+        let at = (self.now + self.rng.range(0, 2)).max(info.last_to_server);
+        info.last_to_server = at;
+        let node = info.node;
+        self.schedule(at, Event::ToServer { node, conn, msg });
+    }
+
+    /// A client frame reaches its server, which decodes it as the server's connection does.
+    fn on_to_server(&mut self, sid: Sid, conn: u64, msg: ToServer) {
+        let live = self
+            .conns
+            .get(&conn)
+            .is_some_and(|c| c.incarnation == self.node(sid).incarnation);
+        if !self.node(sid).is_up() || (!live && !matches!(msg, ToServer::Closed)) {
+            // The socket died with the server it was open to.
+            self.send_to_client(conn, ToClient::Closed);
+            self.conns.remove(&conn);
+            return;
+        }
+        let input = match msg {
+            ToServer::Connect(frame) => {
+                let request = client::unframe(&frame).and_then(|b| {
+                    ConnectRequest::decode(&mut Reader::new(b)).map_err(|e| e.to_string())
+                });
+                match request {
+                    Ok(request) => ClientInput::Connect {
+                        conn,
+                        peer: std::net::SocketAddr::from(([127, 0, 0, 1], 40_000)),
+                        request,
+                    },
+                    Err(e) => return self.fail(format!("undecodable connect request: {e}")),
+                }
+            }
+            ToServer::Request(frame) => {
+                let decoded = client::unframe(&frame).and_then(|body| {
+                    let mut r = Reader::new(body);
+                    let header = RequestHeader::decode(&mut r).map_err(|e| e.to_string())?;
+                    let request = Request::decode(header.op_type, r.rest());
+                    Ok((header, request))
+                });
+                match decoded {
+                    Ok((header, request)) => ClientInput::Request {
+                        conn,
+                        xid: header.xid,
+                        op_type: header.op_type,
+                        request,
+                        received_ms: self.now,
+                    },
+                    Err(e) => return self.fail(format!("undecodable request: {e}")),
+                }
+            }
+            ToServer::Closed => ClientInput::Closed { conn },
+        };
+        self.with_replica(sid, |r, now| r.on_client(now, input));
+    }
+
+    // ----- clients -----
+
+    pub fn start_clients(&mut self) {
+        for i in 0..self.clients.len() {
+            let at = self.now + self.rng.range(0, 20);
+            self.schedule(at, Event::ClientWake { client: i });
+        }
+    }
+
+    /// The client hangs up (a timeout): the server hears of it too.
+    fn client_hang_up(&mut self, ci: usize) {
+        if let Some(conn) = self.clients[ci].conn {
+            self.send_to_server(conn, ToServer::Closed);
+        }
+        self.clients[ci].disconnect();
+    }
+
+    fn on_client_wake(&mut self, ci: usize) {
+        let next = self.now + self.rng.range(5, 40);
+        self.schedule(next, Event::ClientWake { client: ci });
+        let c = &self.clients[ci];
+        let silent_since = match c.phase {
+            Phase::Connecting { since } => Some(since),
+            _ => c
+                .outstanding
+                .front()
+                .map(|&(_, record)| self.history[record].invoked_at),
+        };
+        if silent_since.is_some_and(|t| self.now > t + client::TIMEOUT_MS) {
+            let waiting = self.clients[ci].outstanding.front().map(|&(_, r)| r);
+            self.hang_ups
+                .push((self.now, waiting.unwrap_or(usize::MAX)));
+            self.client_hang_up(ci);
+        }
+        if !self.workload_on {
+            return;
+        }
+        match self.clients[ci].phase {
+            Phase::Disconnected => self.client_connect(ci),
+            Phase::Connecting { .. } => {}
+            Phase::Connected => self.client_issue(ci),
+        }
+    }
+
+    fn client_connect(&mut self, ci: usize) {
+        let sid = self.rng.range(1, self.nodes.len() as u64);
+        let conn = self.next_conn;
+        self.next_conn += 1;
+        self.conns.insert(
+            conn,
+            Conn {
+                client: ci,
+                node: sid,
+                incarnation: self.node(sid).incarnation,
+                last_to_server: self.now,
+            },
+        );
+        let c = &mut self.clients[ci];
+        c.server = Some(sid);
+        c.conn = Some(conn);
+        c.phase = Phase::Connecting { since: self.now };
+        let frame = client::connect_frame(&c.connect_request());
+        self.send_to_server(conn, ToServer::Connect(frame));
+    }
+
+    fn client_issue(&mut self, ci: usize) {
+        if self.clients[ci].outstanding.len() + 2 > client::OUTSTANDING_MAX {
+            return;
+        }
+        let key = self.rng.below(KEYS.len() as u64) as usize;
+        let roll = self.rng.below(100);
+        let c = &mut self.clients[ci];
+        let op = match roll {
+            0..=14 => ClientOp::Create {
+                key,
+                value: c.unique_value(),
+            },
+            15..=39 => ClientOp::Set {
+                key,
+                value: c.unique_value(),
+                version: -1,
+            },
+            40..=49 => ClientOp::Set {
+                key,
+                value: c.unique_value(),
+                version: c.known_version[key],
+            },
+            50..=59 => ClientOp::Delete { key },
+            60..=79 => ClientOp::Get { key },
+            _ => ClientOp::Sync,
+        };
+        let sync = matches!(op, ClientOp::Sync);
+        let sync_record = self.client_send(ci, op);
+        if sync {
+            let get = self.client_send(ci, ClientOp::Get { key });
+            self.history[get].after_sync = Some(sync_record);
+        }
+    }
+
+    fn client_send(&mut self, ci: usize, op: ClientOp) -> usize {
+        let c = &mut self.clients[ci];
+        let xid = c.next_xid;
+        c.next_xid += 1;
+        let record = self.history.len();
+        c.outstanding.push_back((xid, record));
+        let session = c.session.as_ref().map_or(0, |s| s.0);
+        let server = c.server.unwrap_or(0);
+        let frame = client::request_frame(xid, &client::request_of(&op));
+        let conn = c.conn;
+        self.history.push(OpRecord {
+            client: session,
+            cxid: xid,
+            op,
+            server,
+            invoked_at: self.now,
+            completed_at: None,
+            result: None,
+            after_sync: None,
+        });
+        if let Some(conn) = conn {
+            self.send_to_server(conn, ToServer::Request(frame));
+        }
+        record
+    }
+
+    fn on_to_client(&mut self, ci: usize, conn: u64, msg: ToClient) {
+        if self.clients[ci].conn != Some(conn) {
+            return;
+        }
+        let frame = match msg {
+            ToClient::Closed => {
+                self.conns.remove(&conn);
+                self.clients[ci].disconnect();
+                return;
+            }
+            ToClient::Frame(frame) => frame,
+        };
+        if let Phase::Connecting { .. } = self.clients[ci].phase {
+            match client::decode_connect_response(&frame) {
+                Ok(response) if response.session_id == 0 => {
+                    // Expired (or lost with a diskless ensemble): start over with a new one.
+                    let c = &mut self.clients[ci];
+                    c.session = None;
+                    c.last_zxid = 0;
+                    self.sessions_expired += 1;
+                }
+                Ok(response) => {
+                    let c = &mut self.clients[ci];
+                    c.session = Some((response.session_id, response.passwd));
+                    c.phase = Phase::Connected;
+                }
+                Err(e) => self.fail(format!("client {ci}: undecodable connect response: {e}")),
+            }
+            return;
+        }
+        let (header, body) = match client::decode_incoming(&frame) {
+            Ok(Incoming::Event { .. }) => return,
+            Ok(Incoming::Reply { header, body }) => (header, body),
+            Err(e) => return self.fail(format!("client {ci}: undecodable reply: {e}")),
+        };
+        let Some((expected, record)) = self.clients[ci].outstanding.pop_front() else {
+            return self.fail(format!(
+                "client {ci}: reply {} with nothing outstanding",
+                header.xid
+            ));
+        };
+        if expected != header.xid {
+            self.fail(format!(
+                "FIFO: client {ci} expected reply {expected}, got {}",
+                header.xid
+            ));
+            return;
+        }
+        let result = match client::result_of(&self.history[record].op, &header, &body) {
+            Ok(result) => result,
+            Err(e) => return self.fail(format!("client {ci}: {e}")),
+        };
+        if result == OpResult::Refused {
+            self.throttled += 1;
+        }
+        let c = &mut self.clients[ci];
+        c.last_zxid = c.last_zxid.max(header.zxid);
+        if let (ClientOp::Get { key }, OpResult::Read { value, .. }) =
+            (&self.history[record].op, &result)
+        {
+            self.clients[ci].known_version[*key] = value.as_ref().map_or(-1, |v| v.1);
+        }
+        let rec = &mut self.history[record];
+        rec.completed_at = Some(self.now);
+        rec.result = Some(result);
+    }
+
+    // ----- faults, crashes and restarts -----
+
+    pub fn boot(&mut self, sid: Sid) {
+        if self.node(sid).is_up() {
+            return;
+        }
+        let now = self.time();
+        let seed = self.rng.next_u64();
+        let config = self.opts.node.clone();
+        if let Err(e) = self.node_mut(sid).boot(&config, now, seed) {
+            self.fail(e);
+            return;
+        }
+        let applied = self.node(sid).applied;
+        self.checker.start_window(sid, applied);
+        let incarnation = self.node(sid).incarnation;
+        self.after_input(sid);
+        let phase = self.rng.range(0, ZAB_TICK_MS - 1);
+        self.schedule(
+            self.now + phase,
+            Event::ZabTick {
+                node: sid,
+                incarnation,
+            },
+        );
+        self.schedule(
+            self.now + phase,
+            Event::SessionTick {
+                node: sid,
+                incarnation,
+            },
+        );
+    }
+
+    pub fn restart(&mut self, sid: Sid) {
+        self.boot(sid);
+    }
+
+    pub fn crash(&mut self, sid: Sid) {
+        if !self.node(sid).is_up() {
+            return;
+        }
+        self.crashes += 1;
+        let tear = Tear::Prefix(self.rng.next_u64());
+        self.node_mut(sid).crash(tear);
+        // The process is gone, so are its client sockets.
+        let gone: Vec<u64> = self
+            .conns
+            .iter()
+            .filter(|(_, c)| c.node == sid)
+            .map(|(&conn, _)| conn)
+            .collect();
+        for conn in gone {
+            self.send_to_client(conn, ToClient::Closed);
+            self.conns.remove(&conn);
+        }
+        for peer in self.sids() {
+            if peer != sid {
+                self.net.break_connection(sid, peer);
+                let incarnation = self.node(peer).incarnation;
+                self.schedule(
+                    self.now,
+                    Event::PeerDown {
+                        node: peer,
+                        peer: sid,
+                        incarnation,
+                    },
+                );
+            }
+        }
+    }
+
+    pub fn leader(&self) -> Option<Sid> {
+        self.nodes
+            .iter()
+            .find(|n| {
+                n.replica
+                    .as_ref()
+                    .and_then(|r| r.ensemble.as_ref())
+                    .is_some_and(|e| e.zab.role() == Role::Leading)
+            })
+            .map(|n| n.sid)
+    }
+
+    pub fn schedule_fault(&mut self) {
+        let at = self.now
+            + self.rng.range(
+                self.opts.fault_interval_min_ms,
+                self.opts.fault_interval_max_ms,
+            );
+        self.schedule(at, Event::Fault);
+    }
+
+    fn on_fault(&mut self) {
+        if !self.nemesis_on {
+            return;
+        }
+        self.schedule_fault();
+        match self.rng.below(4) {
+            0 => {
+                let up: Vec<Sid> = self
+                    .sids()
+                    .into_iter()
+                    .filter(|&s| self.node(s).is_up())
+                    .collect();
+                if let Some(&sid) = self.rng.pick(&up) {
+                    self.crash(sid);
+                    let at = self.now + self.rng.range(20, 1_500);
+                    self.schedule(at, Event::Restart { node: sid });
+                }
+            }
+            1 => {
+                if let Some(sid) = self.leader() {
+                    self.crash(sid);
+                    let at = self.now + self.rng.range(20, 1_500);
+                    self.schedule(at, Event::Restart { node: sid });
+                }
+            }
+            2 => {
+                let sids = self.sids();
+                let (a, b): (Vec<Sid>, Vec<Sid>) = sids.iter().partition(|_| self.rng.chance(0.5));
+                for &x in &a {
+                    for &y in &b {
+                        self.net.block(x, y);
+                        self.net.block(y, x);
+                    }
+                }
+                let at = self.now + self.rng.range(100, 2_000);
+                self.schedule(at, Event::Heal);
+            }
+            _ => {
+                let sids = self.sids();
+                if let (Some(&x), Some(&y)) = (self.rng.pick(&sids), self.rng.pick(&sids)) {
+                    if x != y {
+                        self.net.block(x, y);
+                        let at = self.now + self.rng.range(100, 2_000);
+                        self.schedule(at, Event::Heal);
+                    }
+                }
+            }
+        }
+    }
+
+    /// The leader every live node follows, once every live node serves it.
+    pub fn settled_leader(&self) -> Option<Sid> {
+        let mut leader = None;
+        let mut live = 0;
+        for n in &self.nodes {
+            let Some(e) = n.replica.as_ref().and_then(|r| r.ensemble.as_ref()) else {
+                continue;
+            };
+            live += 1;
+            if !e.serving {
+                return None;
+            }
+            let l = e.zab.leader()?;
+            if *leader.get_or_insert(l) != l {
+                return None;
+            }
+        }
+        (live > 0).then_some(leader).flatten()
+    }
+
+    /// One line per node, for failure messages.
+    pub fn describe(&self) -> String {
+        let mut out = String::new();
+        for n in &self.nodes {
+            match n.replica.as_ref().and_then(|r| r.ensemble.as_ref()) {
+                Some(e) => out.push_str(&format!(
+                    "[s{} {:?} leader={:?} epoch={} last={} delivered={} serving={}] ",
+                    n.sid,
+                    e.zab.role(),
+                    e.zab.leader(),
+                    e.zab.current_epoch(),
+                    e.zab.last_logged(),
+                    e.zab.delivered(),
+                    e.serving
+                )),
+                None => out.push_str(&format!("[s{} down] ", n.sid)),
+            }
+        }
+        out
+    }
+
+    /// The tree digest and applied zxid of every live node.
+    pub fn applied_states(&self) -> Vec<(Sid, Zxid, u64)> {
+        self.nodes
+            .iter()
+            .filter_map(|n| {
+                let r = n.replica.as_ref()?;
+                Some((
+                    n.sid,
+                    Zxid::from_i64(r.tree.last_processed_zxid()),
+                    r.tree.digest(),
+                ))
+            })
+            .collect()
+    }
+}

@@ -1,0 +1,44 @@
+//! The simulator that runs the server's own replica and storage: seeded runs under crashes,
+//! leader crashes and partitions, checked for Zab's properties, the clients' guarantees and
+//! convergence; and a run replays exactly from its seed.
+
+use sim::cluster::{run_cluster, ClusterOptions};
+
+fn seeds() -> u64 {
+    std::env::var("CLUSTER_SEEDS")
+        .ok()
+        .and_then(|s| s.parse().ok())
+        .unwrap_or(24)
+}
+
+#[test]
+fn seeded_runs_of_the_replica_keep_every_guarantee() {
+    let mut failed = Vec::new();
+    let (mut committed, mut answered, mut throttled, mut crashes) = (0, 0, 0, 0);
+    for seed in 1..=seeds() {
+        let report = run_cluster(ClusterOptions::from_seed(seed, None, false));
+        committed += report.committed;
+        answered += report.answered;
+        throttled += report.throttled;
+        crashes += report.crashes;
+        if !report.failures.is_empty() {
+            failed.push((seed, report.failures));
+        }
+    }
+    assert!(failed.is_empty(), "{failed:#?}");
+    // The runs did something worth checking.
+    assert!(committed > 100 * seeds() as usize, "committed {committed}");
+    assert!(answered > 100 * seeds() as usize, "answered {answered}");
+    assert!(crashes > 0);
+    eprintln!("committed={committed} answered={answered} throttled={throttled} crashes={crashes}");
+}
+
+#[test]
+fn a_run_replays_exactly_from_its_seed() {
+    let a = run_cluster(ClusterOptions::from_seed(7, None, false));
+    let b = run_cluster(ClusterOptions::from_seed(7, None, false));
+    assert_eq!(
+        (a.events, a.committed, a.ops, a.answered, a.failures),
+        (b.events, b.committed, b.ops, b.answered, b.failures)
+    );
+}
