@@ -6,6 +6,9 @@
 #   scripts/sim.sh --seed S [--servers K] [--bug NAME] [--diskless]                replay one seed
 #   scripts/sim.sh --all-bugs [--seeds N] [--diskless]     every planted bug must be caught
 #   scripts/sim.sh --both ARGS...                          ARGS in durable mode, then diskless
+#   scripts/sim.sh [--all-bugs] ... --cluster              the simulator that runs the server's
+#                                                          own replica and storage (sim::cluster);
+#                                                          --all-bugs then plants host bugs too
 #
 # --snapshot-rest PERCENT (diskless) sets how long busy snapshots rest, as the server's
 # busySnapshotRest does (default 300; 0 = back to back).
@@ -49,10 +52,21 @@ if [[ "${1:-}" == "--all-bugs" ]]; then
     seeds=2000
     if [[ "${1:-}" == "--seeds" ]]; then seeds="$2"; shift 2; fi
     diskless=""
-    for a in "$@"; do [[ "$a" == "--diskless" ]] && diskless=1; done
+    cluster=""
+    for a in "$@"; do
+        [[ "$a" == "--diskless" ]] && diskless=1
+        [[ "$a" == "--cluster" ]] && cluster=1
+    done
     missed=0
     total=0
-    for bug in ack-before-persist commit-without-quorum skip-truncate newleader-before-durable vote-after-amnesia; do
+    bugs="ack-before-persist commit-without-quorum skip-truncate newleader-before-durable vote-after-amnesia"
+    if [[ -n "$cluster" ]]; then
+        # Zab's bugs, then the host's (replica and storage). vote-after-amnesia needs an
+        # amnesiac server, which only the diskless mode has; the cluster runs durable so far.
+        bugs="ack-before-persist commit-without-quorum skip-truncate newleader-before-durable"
+        bugs="$bugs drop-when-backlog-full reply-before-event learner-expires-sessions durable-before-fsync"
+    fi
+    for bug in $bugs; do
         if [[ -n "$diskless" ]] && why=$(diskless_not_applicable "$bug"); then
             echo "bug $bug: skipped in diskless mode ($why)"
             continue

@@ -29,6 +29,8 @@ pub mod java_random;
 pub mod limits;
 pub mod now;
 pub mod output;
+#[cfg(feature = "planted-bugs")]
+pub mod planted;
 mod reads;
 #[allow(clippy::module_inception)]
 pub mod replica;

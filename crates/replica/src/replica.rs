@@ -751,10 +751,22 @@ impl<S: Store> Replica<S> {
         let outcome = self.tree.apply(&txn, &mut triggers);
         self.prep.applied(zxid);
         self.store.applied(&self.tree);
-        self.notify(&triggers, zxid);
+        #[allow(unused_mut)]
+        let mut reply_first = false;
+        #[cfg(feature = "planted-bugs")]
+        if self.settings.bug(crate::planted::HostBug::ReplyBeforeEvent) {
+            reply_first = true;
+        }
+        // Events first: a client must see the event before any reply that reflects the change.
+        if !reply_first {
+            self.notify(&triggers, zxid);
+        }
         let session_closed = matches!(outcome, TxnOutcome::SessionClosed);
         if let Some(reply) = reply {
             self.reply_write(reply, zxid, outcome);
+        }
+        if reply_first {
+            self.notify(&triggers, zxid);
         }
         // After the reply: closing queues the connection's end behind it.
         if session_closed {
@@ -926,6 +938,19 @@ impl<S: Store> Replica<S> {
         }
         self.report_session_activity();
         if let Some(ensemble) = self.ensemble.as_deref() {
+            #[cfg(feature = "planted-bugs")]
+            if self
+                .settings
+                .bug(crate::planted::HostBug::LearnerExpiresSessions)
+                && !ensemble.is_leader()
+                && ensemble.serving
+            {
+                // It never hears from clients of other members, so their sessions look idle.
+                for session_id in self.sessions.take_expired(now, 100) {
+                    self.end_session(session_id);
+                }
+                return;
+            }
             // Only an established leader expires sessions and removes containers.
             if ensemble.is_leader() && ensemble.serving {
                 // Expiries wait on the tracker while the backlog is full: the leader's own

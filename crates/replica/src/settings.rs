@@ -17,6 +17,17 @@ pub struct Settings {
     pub container_max_never_used_ms: i64,
     /// Output [`crate::Output::Observed`] for a checker (the simulator).
     pub observe: bool,
+    /// A deliberately wrong variant, for the simulator to catch.
+    #[cfg(feature = "planted-bugs")]
+    pub planted_bug: Option<crate::planted::HostBug>,
+}
+
+impl Settings {
+    /// Whether the planted bug `bug` is on (always false without the feature).
+    #[cfg(feature = "planted-bugs")]
+    pub(crate) fn bug(&self, bug: crate::planted::HostBug) -> bool {
+        self.planted_bug == Some(bug)
+    }
 }
 
 impl Default for Settings {
@@ -31,6 +42,8 @@ impl Default for Settings {
             container_max_per_minute: 10_000,
             container_max_never_used_ms: 0,
             observe: false,
+            #[cfg(feature = "planted-bugs")]
+            planted_bug: None,
         }
     }
 }

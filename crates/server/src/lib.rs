@@ -282,7 +282,7 @@ fn replica_settings(config: &ServerConfig) -> replica::Settings {
             .find(|(k, _)| k == "znode.container.maxNeverUsedIntervalMs")
             .and_then(|(_, v)| v.parse().ok())
             .unwrap_or(0),
-        observe: false,
+        ..replica::Settings::default()
     }
 }
 

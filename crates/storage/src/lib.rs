@@ -28,6 +28,8 @@ pub mod inspect;
 pub mod layout;
 pub mod lock;
 pub mod persistence;
+#[cfg(feature = "planted-bugs")]
+pub mod planted;
 pub mod purge;
 pub mod record;
 pub mod recovery;

@@ -431,6 +431,15 @@ impl Persistence {
         }
     }
 
+    /// Stepped: switches on a deliberately wrong variant of the log (the simulator's proof
+    /// that it catches it).
+    #[cfg(feature = "planted-bugs")]
+    pub fn plant(&mut self, bug: crate::planted::StorageBug) {
+        if let Some(Log::Stepped(log)) = &mut self.wal {
+            log.planted_bug = Some(bug);
+        }
+    }
+
     /// Stepped: whether log records wait for [`Persistence::flush_log`].
     pub fn log_queued(&self) -> bool {
         matches!(&self.wal, Some(Log::Stepped(log)) if log.has_queued())

@@ -16,6 +16,8 @@ pub struct SteppedLog {
     on_failure: Option<Box<dyn FnOnce(StorageError) + Send>>,
     failed: bool,
     pub stats: Arc<WalStats>,
+    #[cfg(feature = "planted-bugs")]
+    pub planted_bug: Option<crate::planted::StorageBug>,
 }
 
 impl SteppedLog {
@@ -38,6 +40,8 @@ impl SteppedLog {
             on_failure: Some(on_failure),
             failed: false,
             stats,
+            #[cfg(feature = "planted-bugs")]
+            planted_bug: None,
         }
     }
 
@@ -46,6 +50,10 @@ impl SteppedLog {
             return Err(StorageError::Stopped);
         }
         self.queued.push((zxid, payload));
+        #[cfg(feature = "planted-bugs")]
+        if self.planted_bug == Some(crate::planted::StorageBug::DurableBeforeFsync) {
+            (self.on_durable)(zxid);
+        }
         Ok(())
     }
 

@@ -249,6 +249,13 @@ impl<S: Store> Replica<S> {
     /// THROTTLEDOP; a connect is closed, and the client tries again), through its learner if
     /// it came from one. Later requests of the same client are still answered in order.
     fn refuse_work(&mut self, work: Work) {
+        #[cfg(feature = "planted-bugs")]
+        if self
+            .settings
+            .bug(crate::planted::HostBug::DropWhenBacklogFull)
+        {
+            return;
+        }
         let backlog = self.ensemble.as_deref().map_or(0, |e| e.backlog.len());
         let Some(ensemble) = self.ensemble() else {
             return;
@@ -284,6 +291,7 @@ impl<S: Store> Replica<S> {
             backlog,
             "leader backlog full: refusing a request (THROTTLEDOP)"
         );
+
         if origin == me {
             self.on_throttled(session_id, xid);
         } else {

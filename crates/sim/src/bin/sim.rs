@@ -10,6 +10,8 @@
 //! then reports the writes lost at whole-ensemble power losses.
 //! `--list` prints one line per seed; `--stop-at-first` stops at the first failing seed; `--no-durability-check` turns off the
 //! per-commit quorum-durability invariant, to measure the end-to-end checks alone.
+//! `--cluster` runs the simulator that runs the server's own replica and storage code
+//! (`sim::cluster`) instead of the model; `--bug` then also takes the host's planted bugs.
 //! The last line is always `sim: seeds=N failures=F`; the exit code is non-zero when F > 0.
 
 use sim::{run, SimOptions};
@@ -26,6 +28,7 @@ struct Args {
     list: bool,
     diskless: bool,
     snapshot_rest: Option<u64>,
+    cluster: bool,
 }
 
 fn parse() -> Result<Args, String> {
@@ -40,6 +43,7 @@ fn parse() -> Result<Args, String> {
         list: false,
         diskless: false,
         snapshot_rest: None,
+        cluster: false,
     };
     let mut it = std::env::args().skip(1);
     while let Some(a) = it.next() {
@@ -60,6 +64,7 @@ fn parse() -> Result<Args, String> {
             "--no-durability-check" => args.end_to_end_only = true,
             "--list" => args.list = true,
             "--diskless" => args.diskless = true,
+            "--cluster" => args.cluster = true,
             "--snapshot-rest" => {
                 let pct = value("--snapshot-rest")?
                     .parse()
@@ -182,6 +187,14 @@ fn main() -> ExitCode {
         Some(s) => vec![s],
         None => (args.first..args.first + args.seeds).collect(),
     };
+    if args.cluster {
+        if args.diskless {
+            eprintln!("sim: --cluster runs durable ensembles only so far (docs/verification.md)");
+            println!("sim: seeds=0 failures=1");
+            return ExitCode::FAILURE;
+        }
+        return run_cluster_seeds(&args, &seeds);
+    }
     let verbose = args.one.is_some();
     let mut failures = 0u64;
     let mut ran = 0u64;
@@ -273,6 +286,69 @@ fn main() -> ExitCode {
     } else {
         println!("sim: seeds={ran} failures={failures}");
     }
+    if failures > 0 {
+        ExitCode::FAILURE
+    } else {
+        ExitCode::SUCCESS
+    }
+}
+
+/// `--cluster`: seeds of the simulator that runs the server's own code.
+fn run_cluster_seeds(args: &Args, seeds: &[u64]) -> ExitCode {
+    use sim::cluster::{run_cluster, ClusterOptions};
+    std::panic::set_hook(Box::new(|info| eprintln!("panic: {info}")));
+    let (mut ran, mut failures) = (0u64, 0u64);
+    let (mut committed, mut answered, mut throttled, mut expired, mut crashes) = (0, 0, 0, 0, 0);
+    for &seed in seeds {
+        let mut opts = ClusterOptions::from_seed(seed, args.servers, args.diskless);
+        opts.node.bug = args.bug.clone();
+        let outcome = std::panic::catch_unwind(|| run_cluster(opts));
+        ran += 1;
+        match outcome {
+            Ok(report) => {
+                committed += report.committed;
+                answered += report.answered;
+                throttled += report.throttled;
+                expired += report.sessions_expired;
+                crashes += report.crashes;
+                if args.one.is_some() || args.list || !report.failures.is_empty() {
+                    println!(
+                        "seed {seed} servers={} ops={} answered={} committed={} throttled={} expired={} crashes={} events={}",
+                        report.servers,
+                        report.ops,
+                        report.answered,
+                        report.committed,
+                        report.throttled,
+                        report.sessions_expired,
+                        report.crashes,
+                        report.events
+                    );
+                }
+                if !report.failures.is_empty() {
+                    failures += 1;
+                    for f in &report.failures {
+                        println!("  FAIL seed {seed}: {f}");
+                    }
+                    let bug = args.bug.as_ref().map(|b| format!(" --bug {b}"));
+                    println!(
+                        "  reproduce: scripts/sim.sh --cluster --seed {seed}{}",
+                        bug.unwrap_or_default()
+                    );
+                }
+            }
+            Err(_) => {
+                failures += 1;
+                println!("  FAIL seed {seed}: panicked");
+            }
+        }
+        if failures > 0 && args.stop_at_first {
+            break;
+        }
+    }
+    println!(
+        "cluster: committed txns={committed} answered ops={answered} throttled={throttled} sessions expired={expired} crashes={crashes}"
+    );
+    println!("sim: seeds={ran} failures={failures} mode=cluster");
     if failures > 0 {
         ExitCode::FAILURE
     } else {

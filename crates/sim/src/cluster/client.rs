@@ -51,6 +51,9 @@ pub struct Client {
     /// Latest scheduled arrival on each direction of the connection, to keep it FIFO.
     pub last_request_at: Millis,
     pub last_reply_at: Millis,
+    /// Data watches this connection set (a getData with watch), by key: the zxid the read
+    /// saw. Each fires at the first change to its key after that.
+    pub watches: std::collections::BTreeMap<usize, Zxid>,
 }
 
 impl Client {
@@ -68,6 +71,7 @@ impl Client {
             known_version: vec![-1; KEYS.len()],
             last_request_at: 0,
             last_reply_at: 0,
+            watches: Default::default(),
         }
     }
 
@@ -91,6 +95,8 @@ impl Client {
 
     /// Forgets the connection; what is outstanding has an unknown outcome.
     pub fn disconnect(&mut self) {
+        // This client does not re-register watches on a new connection (setWatches).
+        self.watches.clear();
         self.outstanding.clear();
         self.server = None;
         self.conn = None;
@@ -186,9 +192,10 @@ pub fn decode_connect_response(frame: &[u8]) -> Result<ConnectResponse, String> 
 
 /// What a frame after the handshake is.
 pub enum Incoming {
-    /// A watch event (xid −1) for the change at `zxid`.
+    /// A watch event (xid -1) on `path` for the change at `zxid`.
     Event {
         zxid: i64,
+        path: String,
     },
     Reply {
         header: ReplyHeader,
@@ -201,7 +208,11 @@ pub fn decode_incoming(frame: &[u8]) -> Result<Incoming, String> {
     let mut r = Reader::new(body);
     let header = ReplyHeader::decode(&mut r).map_err(|e| e.to_string())?;
     if header.xid == -1 {
-        return Ok(Incoming::Event { zxid: header.zxid });
+        let event = proto::WatcherEvent::decode(&mut r).map_err(|e| e.to_string())?;
+        return Ok(Incoming::Event {
+            zxid: header.zxid,
+            path: event.path,
+        });
     }
     Ok(Incoming::Reply {
         header,
@@ -243,4 +254,16 @@ pub fn result_of(op: &ClientOp, header: &ReplyHeader, body: &[u8]) -> Result<OpR
             version: None,
         },
     })
+}
+
+/// The paths a committed transaction changes (for watches).
+pub fn changed_paths(body: &proto::txn::TxnBody) -> Vec<&str> {
+    use proto::txn::TxnBody;
+    match body {
+        TxnBody::Create(t) | TxnBody::Create2(t) => vec![t.path.as_str()],
+        TxnBody::Delete(t) | TxnBody::DeleteContainer(t) => vec![t.path.as_str()],
+        TxnBody::SetData(t) => vec![t.path.as_str()],
+        TxnBody::Multi(bodies) => bodies.iter().flat_map(changed_paths).collect(),
+        _ => Vec::new(),
+    }
 }

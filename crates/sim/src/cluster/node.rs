@@ -26,6 +26,8 @@ pub struct NodeConfig {
     /// Proposals in flight at the leader, and the backlog behind them.
     pub in_flight_max: usize,
     pub backlog_max: usize,
+    /// A planted bug by name, Zab's or the host's (needs the `planted-bugs` feature).
+    pub bug: Option<String>,
 }
 
 pub struct Node {
@@ -43,6 +45,11 @@ pub struct Node {
     pub snapshot_in_flight: bool,
     /// The zxid the replica applied last (for the Zab checker's parent links).
     pub applied: Zxid,
+    /// What the disk durably holds: the log's synced end, or the newest snapshot. Kept
+    /// while the node is down.
+    pub durable: Zxid,
+    /// The disk was wiped: it may have held anything before (amnesia is Zab's business).
+    pub wiped: bool,
 }
 
 impl Node {
@@ -57,6 +64,8 @@ impl Node {
             fsync_in_flight: false,
             snapshot_in_flight: false,
             applied: Zxid::ZERO,
+            durable: Zxid::ZERO,
+            wiped: false,
         }
     }
 
@@ -93,7 +102,17 @@ impl Node {
             Box::new(move |e| *lock(&failure) = Some(e.to_string())),
         )
         .map_err(|e| format!("server {} cannot recover: {e}", self.sid))?;
+        #[allow(unused_mut)]
+        let mut store = store;
         store.set_clock(now.mono_ms);
+        #[cfg(feature = "planted-bugs")]
+        if let Some(bug) = config
+            .bug
+            .as_deref()
+            .and_then(storage::planted::StorageBug::from_name)
+        {
+            store.plant(bug);
+        }
         let incarnation = seed ^ (self.incarnation << 48) ^ self.sid;
         let boot = replica::boot::zab_boot(&store, &recovered, config.diskless, incarnation)
             .map_err(|e| format!("server {} cannot boot: {e}", self.sid))?;
@@ -103,6 +122,11 @@ impl Node {
             min_session_timeout_ms: config.tick_time_ms * 2,
             max_session_timeout_ms: config.tick_time_ms * 20,
             observe: true,
+            #[cfg(feature = "planted-bugs")]
+            planted_bug: config
+                .bug
+                .as_deref()
+                .and_then(replica::planted::HostBug::from_name),
             ..Settings::default()
         };
         let mut replica = Replica::new(settings, store, recovered, 0, now);
@@ -115,6 +139,10 @@ impl Node {
         zab_config.proposals_in_flight_max = config.in_flight_max;
         if config.diskless {
             zab_config.durability = Durability::Diskless;
+        }
+        #[cfg(feature = "planted-bugs")]
+        {
+            zab_config.planted_bug = config.bug.as_deref().and_then(zab::PlantedBug::from_name);
         }
         let zab = Zab::new(zab_config, boot, now.mono_ms)
             .map_err(|e| format!("server {} cannot start Zab: {e}", self.sid))?;
@@ -146,6 +174,20 @@ impl Node {
         self.replica = None;
         self.fs = FaultyFs::new();
         self.incarnation += 1;
+        self.wiped = true;
+    }
+
+    /// Reads what the running replica's disk durably holds now.
+    pub fn note_durable(&mut self) {
+        if let Some(r) = &self.replica {
+            let log = r
+                .store
+                .wal_stats()
+                .durable_zxid
+                .load(std::sync::atomic::Ordering::Relaxed);
+            let snapshot = r.store.newest_snapshot_zxid().max(0);
+            self.durable = Zxid::from_i64((log as i64).max(snapshot));
+        }
     }
 
     /// Durability reports the store made since the last call.

@@ -110,6 +110,13 @@ fn liveness_phase(w: &mut ClusterWorld) {
     if !wrote && !w.clients.is_empty() {
         w.fail("liveness: no write committed after heal".into());
     }
+    // Every client is connected and busy: no session of theirs may expire.
+    let expired = w.expiries.iter().filter(|&&t| t >= stable_from).count();
+    if expired > 0 {
+        w.fail(format!(
+            "sessions: {expired} sessions of active clients expired in a healthy ensemble"
+        ));
+    }
     let states = w.applied_states();
     if states
         .windows(2)

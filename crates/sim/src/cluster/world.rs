@@ -73,6 +73,7 @@ impl ClusterOptions {
                 // A tight pipeline and backlog make the leader refuse work (THROTTLEDOP).
                 in_flight_max: if tight { 2 } else { 1000 },
                 backlog_max: if tight { 2 } else { 4096 },
+                bug: None,
             },
         }
     }
@@ -199,6 +200,8 @@ pub struct ClusterWorld {
     pub crashes: usize,
     /// When clients gave up on a silent connection, and on which request.
     pub hang_ups: Vec<(Millis, usize)>,
+    /// When clients were told their session had expired.
+    pub expiries: Vec<Millis>,
 }
 
 impl ClusterWorld {
@@ -228,6 +231,7 @@ impl ClusterWorld {
             throttled: 0,
             crashes: 0,
             hang_ups: Vec::new(),
+            expiries: Vec::new(),
         }
     }
 
@@ -501,6 +505,9 @@ impl ClusterWorld {
         match seen {
             Observation::Proposed(entry) => self.checker.on_propose(sid, &entry),
             Observation::Delivered(entry) => {
+                if !self.opts.diskless && self.is_leader(sid) {
+                    self.check_quorum_holds(sid, entry.zxid);
+                }
                 let parent = self.node(sid).applied;
                 self.checker.on_deliver(sid, &entry, parent);
                 self.node_mut(sid).applied = entry.zxid;
@@ -527,6 +534,33 @@ impl ClusterWorld {
                     ));
                 }
             }
+        }
+    }
+
+    fn is_leader(&self, sid: Sid) -> bool {
+        self.node(sid)
+            .replica
+            .as_ref()
+            .and_then(|r| r.ensemble.as_ref())
+            .is_some_and(|e| e.zab.role() == Role::Leading)
+    }
+
+    /// ZAB.md §9 invariant 6: when a leader commits, a quorum of voters holds the transaction
+    /// on disk, so no later quorum can come up without it.
+    fn check_quorum_holds(&mut self, leader: Sid, zxid: Zxid) {
+        for node in &mut self.nodes {
+            node.note_durable();
+        }
+        let holding = self
+            .nodes
+            .iter()
+            .filter(|n| n.wiped || n.durable >= zxid)
+            .count();
+        let voters = self.nodes.len();
+        if holding < voters / 2 + 1 {
+            self.fail(format!(
+                "durability: leader {leader} committed {zxid} while only {holding} of {voters} disks hold it"
+            ));
         }
     }
 
@@ -768,6 +802,7 @@ impl ClusterWorld {
             match client::decode_connect_response(&frame) {
                 Ok(response) if response.session_id == 0 => {
                     // Expired (or lost with a diskless ensemble): start over with a new one.
+                    self.expiries.push(self.now);
                     let c = &mut self.clients[ci];
                     c.session = None;
                     c.last_zxid = 0;
@@ -783,10 +818,16 @@ impl ClusterWorld {
             return;
         }
         let (header, body) = match client::decode_incoming(&frame) {
-            Ok(Incoming::Event { .. }) => return,
+            Ok(Incoming::Event { path, .. }) => {
+                if let Some(key) = KEYS.iter().position(|k| *k == path) {
+                    self.clients[ci].watches.remove(&key);
+                }
+                return;
+            }
             Ok(Incoming::Reply { header, body }) => (header, body),
             Err(e) => return self.fail(format!("client {ci}: undecodable reply: {e}")),
         };
+        self.check_events_came_first(ci, Zxid::from_i64(header.zxid));
         let Some((expected, record)) = self.clients[ci].outstanding.pop_front() else {
             return self.fail(format!(
                 "client {ci}: reply {} with nothing outstanding",
@@ -809,14 +850,46 @@ impl ClusterWorld {
         }
         let c = &mut self.clients[ci];
         c.last_zxid = c.last_zxid.max(header.zxid);
-        if let (ClientOp::Get { key }, OpResult::Read { value, .. }) =
+        if let (ClientOp::Get { key }, OpResult::Read { value, zxid }) =
             (&self.history[record].op, &result)
         {
             self.clients[ci].known_version[*key] = value.as_ref().map_or(-1, |v| v.1);
+            // getData with a watch leaves one when the node exists.
+            if value.is_some() {
+                self.clients[ci].watches.insert(*key, *zxid);
+            }
         }
         let rec = &mut self.history[record];
         rec.completed_at = Some(self.now);
         rec.result = Some(result);
+    }
+
+    /// DESIGN.md §1 guarantee 3: a client sees a watch event before any reply that reflects
+    /// the change. A reply at `zxid` must find no watch of this connection whose key changed
+    /// at or before `zxid` without its event having arrived.
+    fn check_events_came_first(&mut self, ci: usize, zxid: Zxid) {
+        let mut missed = None;
+        for (&key, &since) in &self.clients[ci].watches {
+            if zxid <= since {
+                continue;
+            }
+            let changed = self
+                .checker
+                .committed
+                .range(Zxid(since.0 + 1)..=zxid)
+                .find(|(_, e)| client::changed_paths(&e.txn.body).contains(&KEYS[key]));
+            if let Some((&at, _)) = changed {
+                missed = Some((key, at));
+                break;
+            }
+        }
+        if let Some((key, at)) = missed {
+            self.fail(format!(
+                "watch order: client {ci} got a reply at {zxid} before the event of {} changed at {at}",
+                KEYS[key]
+            ));
+            self.clients[ci].watches.remove(&key);
+        }
     }
 
     // ----- faults, crashes and restarts -----
@@ -862,6 +935,7 @@ impl ClusterWorld {
             return;
         }
         self.crashes += 1;
+        self.node_mut(sid).note_durable();
         let tear = Tear::Prefix(self.rng.next_u64());
         self.node_mut(sid).crash(tear);
         // The process is gone, so are its client sockets.

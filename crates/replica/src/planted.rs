@@ -1,0 +1,35 @@
+//! Host variants that are deliberately wrong, so the simulator can prove it catches them in
+//! the code the server runs (`planted-bugs` feature; never in production builds). Each lives
+//! where the bug would: see the `bug(...)` checks in the replica.
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum HostBug {
+    /// A request the full leader backlog cannot take is dropped without a word: its client's
+    /// later writes are applied but never answered (the bug the replica issue found).
+    DropWhenBacklogFull,
+    /// A reply that reflects a change leaves before that change's watch event.
+    ReplyBeforeEvent,
+    /// A member that is not the leader expires sessions by its own clock, though it never
+    /// hears from clients of other members.
+    LearnerExpiresSessions,
+}
+
+impl HostBug {
+    pub const ALL: [HostBug; 3] = [
+        HostBug::DropWhenBacklogFull,
+        HostBug::ReplyBeforeEvent,
+        HostBug::LearnerExpiresSessions,
+    ];
+
+    pub fn name(self) -> &'static str {
+        match self {
+            HostBug::DropWhenBacklogFull => "drop-when-backlog-full",
+            HostBug::ReplyBeforeEvent => "reply-before-event",
+            HostBug::LearnerExpiresSessions => "learner-expires-sessions",
+        }
+    }
+
+    pub fn from_name(name: &str) -> Option<HostBug> {
+        Self::ALL.into_iter().find(|b| b.name() == name)
+    }
+}

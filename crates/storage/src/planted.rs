@@ -1,0 +1,22 @@
+//! Storage variants that are deliberately wrong, so the simulator can prove it catches them in
+//! the code the server runs (`planted-bugs` feature; never in production builds).
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum StorageBug {
+    /// Group commit reports a zxid durable before its fsync has returned.
+    DurableBeforeFsync,
+}
+
+impl StorageBug {
+    pub const ALL: [StorageBug; 1] = [StorageBug::DurableBeforeFsync];
+
+    pub fn name(self) -> &'static str {
+        match self {
+            StorageBug::DurableBeforeFsync => "durable-before-fsync",
+        }
+    }
+
+    pub fn from_name(name: &str) -> Option<StorageBug> {
+        Self::ALL.into_iter().find(|b| b.name() == name)
+    }
+}
