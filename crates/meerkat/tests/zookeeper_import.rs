@@ -530,10 +530,7 @@ fn files_named(dir: &Path, prefix: &str) -> Vec<PathBuf> {
 /// One round: populate ZooKeeper (optionally under load when it is killed), stop it, import,
 /// restart ZooKeeper on the same dir, serve the import with meerkat, compare. Returns the
 /// scratch dir, ZooKeeper's data dir and what meerkat served last (after one more sequential create).
-fn round_trip(
-    compression: &str,
-    kill_under_load: bool,
-) -> (tempfile::TempDir, PathBuf, BTreeMap<String, Znode>) {
+fn round_trip(compression: &str, kill_under_load: bool) -> Round {
     let dir = tempfile::tempdir().unwrap();
     let zk_data = dir.path().join("zk-data");
     std::fs::create_dir_all(&zk_data).unwrap();
@@ -604,6 +601,9 @@ fn round_trip(
         contents(&zk_data),
         "the import changed ZooKeeper's dir"
     );
+    // A second import of the same directory, for an ensemble member.
+    let member_data = dir.path().join("member-1");
+    import(&zk_data, &member_data);
 
     let zk = Process::zookeeper(&zk_cfg, zk_port, dir.path().join("zk-2.log"));
     let expected = dump(&zk);
@@ -662,12 +662,35 @@ fn round_trip(
     assert!(!expected.contains_key("/gone"));
     assert_eq!(expected["/big"].stat.data_length, 1_000_000);
     assert_eq!(expected["/"].data, Some(Vec::new()));
-    (dir, zk_data, meerkat_final)
+    Round {
+        dir,
+        zk_data,
+        zk_expected: expected,
+        meerkat_final,
+        member_data,
+    }
+}
+
+/// What a round leaves for further checks.
+struct Round {
+    dir: tempfile::TempDir,
+    zk_data: PathBuf,
+    /// What ZooKeeper served after restarting on its directory.
+    zk_expected: BTreeMap<String, Znode>,
+    /// What meerkat served last (after one more sequential create).
+    meerkat_final: BTreeMap<String, Znode>,
+    /// A second import of ZooKeeper's directory, not served yet.
+    member_data: PathBuf,
 }
 
 #[test]
 fn clean_stop_imports_equal_and_exports_back() {
-    let (dir, zk_data, meerkat_final) = round_trip("", false);
+    let Round {
+        dir,
+        zk_data,
+        meerkat_final,
+        ..
+    } = round_trip("", false);
     // The way back: ZooKeeper 3.9.3 on the exported directory serves the same tree.
     let meerkat_data = dir.path().join("meerkat-data");
     let exported = dir.path().join("exported");
@@ -708,8 +731,118 @@ fn kill_under_load_with_snappy_snapshots_imports_equal() {
 }
 
 #[test]
-fn gzip_snapshots_import_equal() {
-    round_trip("gz", false);
+fn gzip_snapshots_import_equal_and_an_ensemble_serves_the_import() {
+    let round = round_trip("gz", false);
+    ensemble_from_one_import(&round);
+}
+
+/// The runbook (docs/migration.md): the import on one member of three, that member started
+/// with one empty member (it leads: its zxid is the highest), then the third, which catches up
+/// by SNAP. Every member serves what ZooKeeper served.
+fn ensemble_from_one_import(round: &Round) {
+    let scratch = round.dir.path();
+    let (ports, hold) = ports::free_ports(9).expect("ports");
+    let servers: String = (0..3)
+        .map(|i| {
+            format!(
+                "server.{}=127.0.0.1:{}:{};127.0.0.1:{}\n",
+                i + 1,
+                ports[3 + i],
+                ports[6 + i],
+                ports[i]
+            )
+        })
+        .collect();
+    let cfgs: Vec<PathBuf> = (0..3)
+        .map(|i| {
+            let data = if i == 0 {
+                round.member_data.clone()
+            } else {
+                scratch.join(format!("member-{}", i + 1))
+            };
+            std::fs::create_dir_all(&data).unwrap();
+            std::fs::write(data.join("myid"), format!("{}\n", i + 1)).unwrap();
+            let cfg = scratch.join(format!("member-{}.cfg", i + 1));
+            std::fs::write(
+                &cfg,
+                format!(
+                    "tickTime=2000\ninitLimit=10\nsyncLimit=5\ndataDir={}\nclientPort={}\n\
+                     clientPortAddress=127.0.0.1\n4lw.commands.whitelist=*\n\
+                     maxSessionTimeout=40000\n{servers}",
+                    data.display(),
+                    ports[i]
+                ),
+            )
+            .unwrap();
+            cfg
+        })
+        .collect();
+    drop(hold);
+    let spawn = |i: usize| {
+        let log = scratch.join(format!("member-{}.log", i + 1));
+        let child = Command::new(env!("CARGO_BIN_EXE_meerkat"))
+            .arg("server")
+            .arg(&cfgs[i])
+            .stdin(Stdio::null())
+            .stdout(Stdio::null())
+            .stderr(log_file(&log))
+            .spawn()
+            .expect("spawn meerkat");
+        (child, log)
+    };
+    let srvr = |port: u16| -> String {
+        let Ok(mut s) = TcpStream::connect(("127.0.0.1", port)) else {
+            return String::new();
+        };
+        let _ = s.set_read_timeout(Some(Duration::from_secs(2)));
+        let _ = s.write_all(b"srvr");
+        let mut out = String::new();
+        let _ = s.read_to_string(&mut out);
+        out
+    };
+    let serving = |port: u16| {
+        let started = Instant::now();
+        loop {
+            let out = srvr(port);
+            if out.contains("Mode: leader") || out.contains("Mode: follower") {
+                return out;
+            }
+            assert!(
+                started.elapsed() < Duration::from_secs(60),
+                "member on {port} never served"
+            );
+            std::thread::sleep(Duration::from_millis(50));
+        }
+    };
+    let (first, log1) = spawn(0);
+    let (second, log2) = spawn(1);
+    assert!(
+        serving(ports[0]).contains("Mode: leader"),
+        "the imported member leads"
+    );
+    serving(ports[1]);
+    let (third, log3) = spawn(2);
+    serving(ports[2]);
+    let mut members = Vec::new();
+    for (child, log, port) in [
+        (first, log1, ports[0]),
+        (second, log2, ports[1]),
+        (third, log3, ports[2]),
+    ] {
+        members.push(Process {
+            child: Some(child),
+            address: SocketAddr::from(([127, 0, 0, 1], port)),
+            log,
+        });
+    }
+    for member in &members {
+        let found = dump(member);
+        assert_same_tree(
+            &format!("member on {} vs ZooKeeper after restart", member.address),
+            &round.zk_expected,
+            &found,
+        );
+    }
 }
 
 /// Runs an import that must fail; returns its message. No meerkat data may be left.
