@@ -123,6 +123,43 @@ impl Process {
     }
 }
 
+fn connect_string(address: &str, auth: bool) -> Client {
+    let mut config = ClientConfig::default().with_session_timeout(SESSION_TIMEOUT);
+    if auth {
+        config
+            .auth
+            .push(("digest".into(), USER.as_bytes().to_vec()));
+    }
+    Client::connect(address, config).expect("connect")
+}
+
+fn srvr(address: SocketAddr) -> String {
+    let Ok(mut s) = TcpStream::connect_timeout(&address, Duration::from_millis(500)) else {
+        return String::new();
+    };
+    let _ = s.set_read_timeout(Some(Duration::from_secs(2)));
+    let _ = s.write_all(b"srvr");
+    let mut out = String::new();
+    let _ = s.read_to_string(&mut out);
+    out
+}
+
+/// Waits until the server at `address` serves as leader or follower; returns its `srvr`.
+fn wait_serving(address: SocketAddr) -> String {
+    let started = Instant::now();
+    loop {
+        let out = srvr(address);
+        if out.contains("Mode: leader") || out.contains("Mode: follower") {
+            return out;
+        }
+        assert!(
+            started.elapsed() < Duration::from_secs(90),
+            "{address} never served"
+        );
+        std::thread::sleep(Duration::from_millis(100));
+    }
+}
+
 impl Drop for Process {
     fn drop(&mut self) {
         if let Some(mut child) = self.child.take() {
@@ -249,7 +286,12 @@ fn digest_acl() -> Vec<Acl> {
 
 /// The varied workload. Returns the session whose ephemerals must survive (kept open).
 fn populate(zk: &Process) -> Client {
-    let c = zk.connect(true);
+    populate_through(&|auth| zk.connect(auth))
+}
+
+/// [`populate`] through any connection (one server or an ensemble's connect string).
+fn populate_through(connect: &dyn Fn(bool) -> Client) -> Client {
+    let c = connect(true);
     let w = world();
     let p = CreateMode::Persistent;
     c.create("/app", b"application root", &w, p).unwrap();
@@ -360,7 +402,7 @@ fn populate(zk: &Process) -> Client {
         CreateMode::PersistentSequentialWithTtl(3_600_000),
     )
     .unwrap();
-    let owner = zk.connect(false);
+    let owner = connect(false);
     owner
         .create("/app/locks/member", b"me", &w, CreateMode::Ephemeral)
         .unwrap();
@@ -368,7 +410,7 @@ fn populate(zk: &Process) -> Client {
         .create("/app/locks/lock-", b"", &w, CreateMode::EphemeralSequential)
         .unwrap();
     // A session that ended: its ephemeral is gone with it.
-    let gone = zk.connect(false);
+    let gone = connect(false);
     gone.create("/gone", b"", &w, CreateMode::Ephemeral)
         .unwrap();
     gone.close();
@@ -843,6 +885,198 @@ fn ensemble_from_one_import(round: &Round) {
             &found,
         );
     }
+}
+
+/// A three-peer ZooKeeper ensemble: populated, its leader SIGKILLed (a new epoch), more writes,
+/// the old leader back, stopped. The logs then cross an epoch and the dirs hold
+/// `acceptedEpoch`/`currentEpoch`. Every member's dir imports; the one with the highest zxid
+/// imports to what the restarted ensemble serves.
+#[test]
+fn a_zookeeper_ensemble_across_a_leader_change_imports_equal() {
+    let dir = tempfile::tempdir().unwrap();
+    let scratch = dir.path();
+    let (ports, hold) = ports::free_ports(9).expect("ports");
+    let servers: String = (0..3)
+        .map(|i| {
+            format!(
+                "server.{}=127.0.0.1:{}:{}\n",
+                i + 1,
+                ports[3 + i],
+                ports[6 + i]
+            )
+        })
+        .collect();
+    let datas: Vec<PathBuf> = (0..3)
+        .map(|i| scratch.join(format!("zk-{}", i + 1)))
+        .collect();
+    let cfgs: Vec<PathBuf> = (0..3)
+        .map(|i| {
+            std::fs::create_dir_all(&datas[i]).unwrap();
+            std::fs::write(datas[i].join("myid"), format!("{}\n", i + 1)).unwrap();
+            let cfg = scratch.join(format!("zk-{}.cfg", i + 1));
+            std::fs::write(
+                &cfg,
+                format!(
+                    "tickTime=2000\ninitLimit=10\nsyncLimit=5\ndataDir={}\nclientPort={}\n\
+                     clientPortAddress=127.0.0.1\n4lw.commands.whitelist=*\n\
+                     extendedTypesEnabled=true\nadmin.enableServer=false\nsnapCount=40\n\
+                     preAllocSize=256\nmaxSessionTimeout=40000\n{servers}",
+                    datas[i].display(),
+                    ports[i]
+                ),
+            )
+            .unwrap();
+            cfg
+        })
+        .collect();
+    drop(hold);
+    let connect = format!(
+        "127.0.0.1:{},127.0.0.1:{},127.0.0.1:{}",
+        ports[0], ports[1], ports[2]
+    );
+    let start = |i: usize, round: usize| {
+        let log = scratch.join(format!("zk-{}-{round}.log", i + 1));
+        let child = Command::new("bash")
+            .arg(repo().join("scripts/zookeeper.sh"))
+            .arg("run")
+            .arg(&cfgs[i])
+            .env("ZK_LOG_LEVEL", "warn")
+            .env("ZK_HEAP", "256m")
+            .stdin(Stdio::null())
+            .stdout(Stdio::null())
+            .stderr(log_file(&log))
+            .spawn()
+            .expect("zookeeper.sh run");
+        Process {
+            child: Some(child),
+            address: SocketAddr::from(([127, 0, 0, 1], ports[i])),
+            log,
+        }
+    };
+    let fetched = Command::new("bash")
+        .arg(repo().join("scripts/zookeeper.sh"))
+        .arg("classpath")
+        .stdout(Stdio::null())
+        .status()
+        .expect("zookeeper.sh classpath");
+    assert!(fetched.success());
+    let mut peers: Vec<Option<Process>> = (0..3).map(|i| Some(start(i, 1))).collect();
+    let mut leader = None;
+    for (i, peer) in peers.iter().enumerate() {
+        let address = peer.as_ref().map(|p| p.address).unwrap();
+        if wait_serving(address).contains("Mode: leader") {
+            leader = Some(i);
+        }
+    }
+    let leader = leader.expect("a leader");
+    let owner = populate_through(&|auth| connect_string(&connect, auth));
+    let owner_session = owner.session_id();
+    peers[leader].take().unwrap().kill();
+    let writer = connect_string(&connect, true);
+    for i in 0..30 {
+        writer
+            .create(
+                &format!("/after-{i}"),
+                b"new epoch",
+                &world(),
+                CreateMode::Persistent,
+            )
+            .unwrap();
+    }
+    writer
+        .set_data("/app", b"set in the new epoch", -1)
+        .unwrap();
+    writer.delete("/after-3", -1).unwrap();
+    peers[leader] = Some(start(leader, 2));
+    wait_serving(peers[leader].as_ref().unwrap().address);
+    for i in 0..10 {
+        writer
+            .create(
+                &format!("/rejoined-{i}"),
+                b"",
+                &world(),
+                CreateMode::Persistent,
+            )
+            .unwrap();
+    }
+    std::mem::forget(writer);
+    std::mem::forget(owner);
+    for peer in peers.iter_mut() {
+        peer.take().unwrap().stop();
+    }
+    // Every member's directory imports; take the highest zxid.
+    let mut best: Option<(i64, usize)> = None;
+    for (i, data) in datas.iter().enumerate() {
+        let out = meerkat(&[
+            "data",
+            "import",
+            "--from-zookeeper",
+            data.to_str().unwrap(),
+            "--dry-run",
+        ]);
+        let text = String::from_utf8_lossy(&out.stdout).into_owned();
+        assert!(
+            out.status.success(),
+            "member {}: {text}{}",
+            i + 1,
+            String::from_utf8_lossy(&out.stderr)
+        );
+        let zxid = text
+            .split("last zxid: 0x")
+            .nth(1)
+            .and_then(|rest| rest.split_whitespace().next())
+            .and_then(|hex| i64::from_str_radix(hex, 16).ok())
+            .expect("last zxid in the summary");
+        assert!(
+            zxid >> 32 >= 2,
+            "the logs cross into a later epoch: {zxid:#x}"
+        );
+        if best.is_none_or(|(z, _)| zxid > z) {
+            best = Some((zxid, i));
+        }
+    }
+    let (_, chosen) = best.unwrap();
+    let meerkat_data = scratch.join("meerkat-data");
+    eprintln!("{}", import(&datas[chosen], &meerkat_data));
+    let epoch = std::fs::read_to_string(meerkat_data.join("meerkat-1/currentEpoch")).unwrap();
+    assert!(epoch.trim().parse::<u32>().unwrap() >= 2, "{epoch}");
+
+    let mut peers: Vec<Process> = (0..3).map(|i| start(i, 3)).collect();
+    for peer in &peers {
+        wait_serving(peer.address);
+    }
+    let reader = connect_string(&connect, true);
+    reader.sync("/").unwrap();
+    let expected = dump(&peers[chosen]);
+    for peer in peers.drain(..) {
+        peer.stop();
+    }
+    let mk_port = free_port();
+    let mk = Process::meerkat(
+        &meerkat_cfg(scratch, &meerkat_data, mk_port),
+        mk_port,
+        scratch.join("meerkat.log"),
+    );
+    let mut found = dump(&mk);
+    // A quorum peer rewrites /zookeeper/config with its dynamic config at every start, so its
+    // mtime is the restart's; meerkat serves the one ZooKeeper wrote last. The rest must agree.
+    let config = "/zookeeper/config";
+    assert_eq!(expected[config].data, found[config].data);
+    assert!(expected[config].stat.mtime >= found[config].stat.mtime);
+    if let Some(z) = found.get_mut(config) {
+        z.stat.mtime = expected[config].stat.mtime;
+    }
+    assert_same_tree(
+        "meerkat after import vs the ZooKeeper ensemble after restart",
+        &expected,
+        &found,
+    );
+    assert_eq!(
+        expected["/app/locks/member"].stat.ephemeral_owner,
+        owner_session
+    );
+    assert!(expected.contains_key("/rejoined-9") && !expected.contains_key("/after-3"));
+    std::mem::forget(reader);
 }
 
 /// Runs an import that must fail; returns its message. No meerkat data may be left.
