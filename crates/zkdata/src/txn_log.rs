@@ -140,8 +140,8 @@ pub fn read_file(
         if len < 0 || len as usize > BUFFER_MAX {
             return Err(corrupt(len_at, format!("unreasonable entry length {len}")));
         }
-        let mut bytes = vec![0u8; (len as usize).min(1 << 20)];
-        bytes.clear();
+        // Filled as the bytes arrive: a length the file cannot back costs nothing.
+        let mut bytes = Vec::with_capacity((len as usize).min(1 << 20));
         let mut step = [0u8; 1 << 16];
         let mut cut = false;
         while bytes.len() < len as usize {
