@@ -24,6 +24,41 @@ pub enum DataCommand {
         /// The byte offset named in the error.
         offset: u64,
     },
+    /// Make a meerkat data dir from a stopped Apache ZooKeeper's (3.4-3.9): the newest valid
+    /// snapshot plus the logs after it, replayed as ZooKeeper replays them on restart, digests
+    /// checked. The ZooKeeper directories are only read. Nothing is written to MEERKAT_DATADIR
+    /// unless the whole import succeeds.
+    #[command(
+        override_usage = "meerkat data import --from-zookeeper ZK_DATADIR [--zk-datalogdir DIR] [--dry-run] MEERKAT_DATADIR"
+    )]
+    Import {
+        /// ZooKeeper's dataDir (holding version-2/snapshot.*).
+        #[arg(long = "from-zookeeper", value_name = "ZK_DATADIR")]
+        from_zookeeper: PathBuf,
+        /// ZooKeeper's dataLogDir, when it is not the dataDir.
+        #[arg(long = "zk-datalogdir", value_name = "DIR")]
+        zk_datalogdir: Option<PathBuf>,
+        /// Read and verify everything, write nothing.
+        #[arg(long)]
+        dry_run: bool,
+        /// The meerkat dataDir to create the data in (it must not hold meerkat data yet).
+        #[arg(value_name = "MEERKAT_DATADIR")]
+        meerkat_datadir: Option<PathBuf>,
+    },
+    /// Write a meerkat data dir's state as a ZooKeeper snapshot that Apache ZooKeeper 3.9 starts
+    /// from (the way back). The meerkat server must be stopped.
+    #[command(override_usage = "meerkat data export --to-zookeeper MEERKAT_DATADIR ZK_DATADIR")]
+    Export {
+        /// Required, to make the direction plain.
+        #[arg(long = "to-zookeeper", required = true)]
+        to_zookeeper: bool,
+        /// A zoo.cfg or the meerkat data directory.
+        #[arg(value_name = "MEERKAT_DATADIR")]
+        meerkat_datadir: PathBuf,
+        /// ZooKeeper's dataDir to create version-2/ in (it must not have one yet).
+        #[arg(value_name = "ZK_DATADIR")]
+        zk_datadir: PathBuf,
+    },
 }
 
 pub fn run(command: DataCommand) -> anyhow::Result<()> {
@@ -52,6 +87,22 @@ pub fn run(command: DataCommand) -> anyhow::Result<()> {
             }
             Ok(())
         }
+        DataCommand::Import {
+            from_zookeeper,
+            zk_datalogdir,
+            dry_run,
+            meerkat_datadir,
+        } => crate::zookeeper_data::import(
+            &from_zookeeper,
+            zk_datalogdir.as_deref(),
+            meerkat_datadir.as_deref(),
+            dry_run,
+        ),
+        DataCommand::Export {
+            to_zookeeper: _,
+            meerkat_datadir,
+            zk_datadir,
+        } => crate::zookeeper_data::export(&layout_of(&meerkat_datadir)?, &zk_datadir),
     }
 }
 

@@ -2,6 +2,7 @@
 
 mod data;
 mod ensemble;
+mod zookeeper_data;
 
 use anyhow::Context;
 use clap::{Parser, Subcommand};
@@ -33,7 +34,7 @@ enum Command {
         #[arg(long)]
         diskless: bool,
     },
-    /// Inspect or repair a data dir (snapshots and transaction log).
+    /// Inspect or repair a data dir; import from or export to Apache ZooKeeper.
     #[command(subcommand)]
     Data(data::DataCommand),
     /// Run a benchmark against meerkat, Apache ZooKeeper 3.9.3 and a null server, side by side.

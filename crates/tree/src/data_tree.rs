@@ -114,8 +114,9 @@ impl DataTree {
     pub fn new() -> DataTree {
         let mut tree = DataTree::empty();
         let open = tree.acl_cache.intern(&crate::acl::open_acl_unsafe());
+        // The root's data is empty, not null, as ZooKeeper's (`new DataNode(new byte[0], ..)`).
         tree.load_root(
-            None,
+            Some(&[]),
             &crate::acl::open_acl_unsafe(),
             StatPersisted::default(),
         );

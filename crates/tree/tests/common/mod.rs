@@ -801,7 +801,10 @@ impl Model {
     pub fn new() -> Model {
         let open = acl_list(AclSel::Open);
         let mut nodes = BTreeMap::new();
-        nodes.insert("/".to_string(), MNode::new(None, open.clone(), 0, 0, 0));
+        nodes.insert(
+            "/".to_string(),
+            MNode::new(Some(vec![]), open.clone(), 0, 0, 0),
+        );
         for p in ["/zookeeper", "/zookeeper/quota"] {
             let node = MNode::new(Some(vec![]), open.clone(), 0, 0, 0);
             nodes.insert(p.to_string(), node);
