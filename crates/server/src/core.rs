@@ -40,6 +40,8 @@ pub enum CoreMsg {
         handle: ConnHandle,
         peer: SocketAddr,
         request: ConnectRequest,
+        /// Identities the client's TLS certificate proved (`x509`, maybe `super`).
+        tls_ids: Vec<Id>,
     },
     Request {
         conn: ConnId,
@@ -273,7 +275,8 @@ impl Core {
                 handle,
                 peer,
                 request,
-            } => self.on_connect(conn, handle, peer, request),
+                tls_ids,
+            } => self.on_connect(conn, handle, peer, request, tls_ids),
             CoreMsg::Request {
                 conn,
                 xid,
@@ -326,6 +329,7 @@ impl Core {
         handle: ConnHandle,
         peer: SocketAddr,
         req: ConnectRequest,
+        tls_ids: Vec<Id>,
     ) {
         let now = Instant::now();
         let ip_id = Id {
@@ -336,7 +340,7 @@ impl Core {
             handle,
             peer,
             session_id: None,
-            auth_ids: vec![ip_id],
+            auth_ids: std::iter::once(ip_id).chain(tls_ids).collect(),
             stats: ConnStats::new(now, wall_ms()),
             timeout_ms: 0,
         };

@@ -266,7 +266,7 @@ fn set_watches(core: &mut Core, conn: ConnId, relative_zxid: i64, lists: [&Vec<S
 fn user_name(id: &Id) -> String {
     match id.scheme.as_str() {
         "digest" => id.id.split(':').next().unwrap_or_default().to_string(),
-        "ip" => id.id.clone(),
+        "ip" | "x509" => id.id.clone(),
         _ => String::new(),
     }
 }
