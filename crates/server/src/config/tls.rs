@@ -26,17 +26,7 @@ pub enum ClientAuth {
     Need,
 }
 
-/// Where a key or trust store is, as the `ssl.keyStore.*` / `ssl.trustStore.*` keys say.
-#[derive(Debug, Clone, PartialEq, Eq, Default)]
-pub struct StoreLocation {
-    pub path: PathBuf,
-    /// `*.password`; empty when absent, as in ZooKeeper.
-    pub password: String,
-    /// `*.passwordPath`: a file whose content is the password; it wins over `*.password`.
-    pub password_path: Option<PathBuf>,
-    /// `*.type`: JKS, PEM, PKCS12 (any case); when absent, from the file name's extension.
-    pub store_type: Option<String>,
-}
+pub use tls_store::StoreLocation;
 
 /// Every TLS setting of the client port. `Default` is "no TLS", with ZooKeeper's defaults.
 #[derive(Debug, Clone, PartialEq, Eq)]

@@ -1,5 +1,5 @@
 //! TLS on the client port, as ZooKeeper 3.9's Netty server offers it: `secureClientPort`,
-//! `client.portUnification`, key and trust stores in PEM, PKCS12 or JKS ([`store`]),
+//! `client.portUnification`, key and trust stores in PEM, PKCS12 or JKS (the `tls-store` crate),
 //! `ssl.clientAuth`, protocols and cipher suites, reloading of changed store files
 //! ([`server`]) and the `x509` auth scheme ([`identity`]). rustls does the cryptography.
 //!
@@ -10,7 +10,7 @@
 
 pub mod identity;
 pub mod server;
-pub mod store;
+pub use tls_store as store;
 
 pub use server::{ServerTls, TlsError};
 

@@ -9,10 +9,37 @@
 //! * JKS: read by `jks`; the store password also unlocks the key, as ZooKeeper passes one
 //!   password for both.
 
-use crate::config::StoreLocation;
 use rustls::pki_types::pem::PemObject;
 use rustls::pki_types::{CertificateDer, PrivateKeyDer, PrivatePkcs8KeyDer};
 use std::path::{Path, PathBuf};
+
+/// Where a store is, as the `ssl.keyStore.*` / `ssl.trustStore.*` keys say (zoo.cfg for the
+/// server, `zookeeper.ssl.*` client properties for a client).
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+pub struct StoreLocation {
+    pub path: PathBuf,
+    /// `*.password`; empty when absent, as in ZooKeeper.
+    pub password: String,
+    /// `*.passwordPath`: a file whose content is the password; it wins over `*.password`.
+    pub password_path: Option<PathBuf>,
+    /// `*.type`: JKS, PEM, PKCS12 (any case); when absent, from the file name's extension.
+    pub store_type: Option<String>,
+}
+
+impl StoreLocation {
+    /// A store of the type its file name says, without a password.
+    pub fn new(path: impl Into<PathBuf>) -> Self {
+        Self {
+            path: path.into(),
+            ..Self::default()
+        }
+    }
+
+    pub fn with_password(mut self, password: &str) -> Self {
+        self.password = password.to_string();
+        self
+    }
+}
 
 /// The three formats.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
