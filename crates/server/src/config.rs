@@ -37,6 +37,7 @@
 mod error;
 mod help;
 mod keys;
+mod metrics;
 mod properties;
 mod reader;
 mod server_line;
@@ -50,6 +51,7 @@ use std::path::{Path, PathBuf};
 pub use error::{ConfigError, ConfigWarning, WarningKind};
 pub use help::HELP;
 pub use keys::is_sensitive_key;
+pub use metrics::{MetricsSettings, PROMETHEUS_PROVIDER};
 pub use server_line::{HostPort, ServerLine, ServerRole};
 pub use tls::{ClientAuth, StoreLocation, TlsSettings};
 pub use whitelist::FourLetterWhitelist;
@@ -81,6 +83,8 @@ pub struct ServerConfig {
     pub client_port_open: bool,
     /// TLS on the client port (`secureClientPort`, `client.portUnification`, `ssl.*`).
     pub tls: TlsSettings,
+    /// The Prometheus endpoint (`metricsProvider.*`).
+    pub metrics: MetricsSettings,
     /// 127.0.0.1 for the embedded default; 0.0.0.0 for a zoo.cfg without `clientPortAddress`.
     pub client_port_address: IpAddr,
     pub data_dir: PathBuf,
@@ -137,6 +141,7 @@ impl ServerConfig {
             client_port: DEFAULT_CLIENT_PORT,
             client_port_open: true,
             tls: TlsSettings::default(),
+            metrics: MetricsSettings::default(),
             client_port_address: IpAddr::V4(Ipv4Addr::LOCALHOST),
             data_log_dir: data_dir.clone(),
             data_dir,

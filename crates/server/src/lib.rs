@@ -9,6 +9,7 @@
 //!   ZooKeeper-compatible session passwords.
 //! * [`four_letter`], [`stats`]: operators' view.
 //! * [`peers`]: connections between ensemble members (FIFO frames, reconnects).
+//! * [`metrics`]: the Prometheus endpoint (and the HTTP server the AdminServer shares).
 //! * [`tls`]: TLS on the client port (`secureClientPort`, port unification, the `x509` scheme).
 //! * [`limits`]: every bound, in one place.
 
@@ -19,6 +20,7 @@ pub mod four_letter;
 pub mod java_random;
 pub mod limits;
 pub mod listener;
+pub mod metrics;
 pub mod peers;
 mod reads;
 pub mod replication;
@@ -42,6 +44,8 @@ pub struct RunningServer {
     pub client_address: SocketAddr,
     /// The TLS-only client port (`secureClientPort`), if any.
     pub secure_client_address: Option<SocketAddr>,
+    /// The Prometheus endpoint (`metricsProvider.httpPort`), if on.
+    pub metrics_address: Option<SocketAddr>,
     core_task: tokio::task::JoinHandle<Result<(), String>>,
     accept_tasks: Vec<tokio::task::JoinHandle<()>>,
 }
@@ -95,6 +99,12 @@ pub enum StartError {
     },
     #[error("cannot start Zab: {0}")]
     Zab(#[from] zab::ZabError),
+    #[error("cannot listen for {what} on {address}: {source}")]
+    Http {
+        what: &'static str,
+        address: SocketAddr,
+        source: std::io::Error,
+    },
     #[error("cannot set up TLS on the client port: {0}")]
     Tls(#[from] tls::TlsError),
 }
@@ -150,6 +160,20 @@ pub async fn start(config: ServerConfig) -> Result<RunningServer, StartError> {
     let load_ms = recovery_started.elapsed().as_millis() as u64;
     log_recovery(&recovered, load_ms);
     let listeners = bind_client_ports(&config, membership.as_ref()).await?;
+    let metrics_listener = if config.metrics.prometheus {
+        let address = SocketAddr::new(config.metrics.http_host, config.metrics.http_port);
+        Some(
+            metrics::http::bind(address)
+                .await
+                .map_err(|source| StartError::Http {
+                    what: "the Prometheus endpoint (metricsProvider.httpPort)",
+                    address,
+                    source,
+                })?,
+        )
+    } else {
+        None
+    };
     let global_limit = config.global_outstanding_limit.max(1) as usize;
     let global_permits = Arc::new(Semaphore::new(global_limit));
     let (core_tx, core_rx) = mpsc::channel(limits::CORE_QUEUE_LEN_MAX);
@@ -235,7 +259,16 @@ pub async fn start(config: ServerConfig) -> Result<RunningServer, StartError> {
     ));
     let client_address = listeners.client_address();
     let secure_client_address = listeners.secure.as_ref().map(|(_, a)| *a);
-    let accept_tasks = listeners.spawn(&shared, config.max_client_cnxns);
+    let mut accept_tasks = listeners.spawn(&shared, config.max_client_cnxns);
+    let metrics_address = match metrics_listener {
+        Some((listener, address)) => {
+            let task = metrics::serve_prometheus(listener, shared.core_tx.clone());
+            accept_tasks.push(tokio::spawn(task));
+            tracing::info!(%address, "Prometheus metrics at http://{address}/metrics");
+            Some(address)
+        }
+        None => None,
+    };
     tracing::info!(
         address = %client_address,
         secure_address = ?secure_client_address,
@@ -254,6 +287,7 @@ pub async fn start(config: ServerConfig) -> Result<RunningServer, StartError> {
     Ok(RunningServer {
         client_address,
         secure_client_address,
+        metrics_address,
         core_task,
         accept_tasks,
     })

@@ -165,7 +165,6 @@ pub(super) const IGNORED: &[IgnoredKey] = &[
     ignored("jvm.pause.warn-threshold.ms", Check::Long, None),
     ignored("jvm.pause.sleep.time.ms", Check::Long, None),
     ignored("jvm.pause.monitor", Check::Bool, Some("false")),
-    ignored("metricsProvider.className", Check::Any, None),
     ignored("multiAddress.enabled", Check::Bool, Some("false")),
     ignored("multiAddress.reachabilityCheckTimeoutMs", Check::Int, None),
     ignored("multiAddress.reachabilityCheckEnabled", Check::Bool, None),

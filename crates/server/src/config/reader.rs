@@ -66,8 +66,8 @@ impl<'a> Reader<'a> {
         } else if let Some(known) = keys::setting_for(key) {
             self.note_duplicate(known.name, &entry);
             self.read_setting(known.setting, &entry)?;
-        } else if self.read_tls(&entry)? {
-            // A TLS key, read or warned about.
+        } else if self.read_tls(&entry)? || self.read_metrics(&entry)? {
+            // A TLS or metrics key, read or warned about.
         } else if let Some(reason) = keys::refusal_for(key) {
             return Err(self.rejected(entry.line, key, format!("{key}: {reason}")));
         } else if let Some(ignored) = keys::ignored_for(key) {
@@ -139,6 +139,28 @@ impl<'a> Reader<'a> {
             }
         }
         Ok(true)
+    }
+
+    /// Reads a `metricsProvider.*` key; false when `entry` is not one.
+    fn read_metrics(&mut self, entry: &RawEntry) -> Result<bool, ConfigError> {
+        let read = super::metrics::read(&mut self.config.metrics, &entry.key, &entry.value)
+            .map_err(|reason| {
+                ConfigError::invalid_value(
+                    self.origin,
+                    entry.line,
+                    &entry.key,
+                    &entry.value,
+                    reason,
+                )
+            })?;
+        match read {
+            None => Ok(false),
+            Some(true) => Ok(true),
+            Some(false) => {
+                self.warn(entry.line, &entry.key, WarningKind::Unsupported);
+                Ok(true)
+            }
+        }
     }
 
     fn read_ignored(&mut self, ignored: &IgnoredKey, entry: &RawEntry) -> Result<(), ConfigError> {

@@ -32,6 +32,8 @@ final class ServerProcess implements AutoCloseable {
     final int port;
     /** The server's secureClientPort, or 0 without one. */
     int securePort;
+    /** The zoo.cfg overrides as this server got them ({@link #OWN_PORT} values resolved). */
+    Map<String, String> settings = Map.of();
     final Path workDir;
     final Path log;
     private final Process process;
@@ -112,6 +114,7 @@ final class ServerProcess implements AutoCloseable {
                 .redirectOutput(log.toFile());
         Process p = pb.start();
         ServerProcess sp = new ServerProcess(name, port, dir, log, p);
+        sp.settings = cfg;
         String secure = cfg.get("secureClientPort");
         sp.securePort = secure == null ? 0 : Integer.parseInt(secure);
         try {
