@@ -34,6 +34,7 @@
 //! `znode.container.*` work from zoo.cfg, where ZooKeeper only honours them as JVM flags;
 //! the four-letter-word whitelist also splits on whitespace.
 
+mod admin;
 mod error;
 mod help;
 mod keys;
@@ -48,6 +49,7 @@ mod whitelist;
 use std::net::{IpAddr, Ipv4Addr, SocketAddr};
 use std::path::{Path, PathBuf};
 
+pub use admin::AdminSettings;
 pub use error::{ConfigError, ConfigWarning, WarningKind};
 pub use help::HELP;
 pub use keys::is_sensitive_key;
@@ -85,6 +87,8 @@ pub struct ServerConfig {
     pub tls: TlsSettings,
     /// The Prometheus endpoint (`metricsProvider.*`).
     pub metrics: MetricsSettings,
+    /// The AdminServer (`admin.*`).
+    pub admin: AdminSettings,
     /// 127.0.0.1 for the embedded default; 0.0.0.0 for a zoo.cfg without `clientPortAddress`.
     pub client_port_address: IpAddr,
     pub data_dir: PathBuf,
@@ -142,6 +146,7 @@ impl ServerConfig {
             client_port_open: true,
             tls: TlsSettings::default(),
             metrics: MetricsSettings::default(),
+            admin: AdminSettings::default(),
             client_port_address: IpAddr::V4(Ipv4Addr::LOCALHOST),
             data_log_dir: data_dir.clone(),
             data_dir,

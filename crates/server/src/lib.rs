@@ -9,10 +9,11 @@
 //!   ZooKeeper-compatible session passwords.
 //! * [`four_letter`], [`stats`]: operators' view.
 //! * [`peers`]: connections between ensemble members (FIFO frames, reconnects).
-//! * [`metrics`]: the Prometheus endpoint (and the HTTP server the AdminServer shares).
+//! * [`metrics`], [`admin`]: the Prometheus endpoint and the AdminServer (HTTP).
 //! * [`tls`]: TLS on the client port (`secureClientPort`, port unification, the `x509` scheme).
 //! * [`limits`]: every bound, in one place.
 
+pub mod admin;
 pub mod config;
 pub mod connection;
 pub mod core;
@@ -46,6 +47,8 @@ pub struct RunningServer {
     pub secure_client_address: Option<SocketAddr>,
     /// The Prometheus endpoint (`metricsProvider.httpPort`), if on.
     pub metrics_address: Option<SocketAddr>,
+    /// The AdminServer (`admin.serverPort`), if on.
+    pub admin_address: Option<SocketAddr>,
     core_task: tokio::task::JoinHandle<Result<(), String>>,
     accept_tasks: Vec<tokio::task::JoinHandle<()>>,
 }
@@ -122,6 +125,20 @@ pub async fn start(config: ServerConfig) -> Result<RunningServer, StartError> {
     // Two or more server.N lines make an ensemble; otherwise standalone, as in ZooKeeper.
     let membership = if config.servers.len() >= 2 {
         Some(replication::Membership::read(&config)?)
+    } else {
+        None
+    };
+    let admin_listener = if config.admin.enabled {
+        let address = SocketAddr::new(config.admin.address, config.admin.port);
+        Some(
+            metrics::http::bind(address)
+                .await
+                .map_err(|source| StartError::Http {
+                    what: "the AdminServer (admin.serverPort)",
+                    address,
+                    source,
+                })?,
+        )
     } else {
         None
     };
@@ -269,6 +286,16 @@ pub async fn start(config: ServerConfig) -> Result<RunningServer, StartError> {
         }
         None => None,
     };
+    let admin_address = match admin_listener {
+        Some((listener, address)) => {
+            let task = admin::serve(listener, shared.core_tx.clone(), config.clone());
+            accept_tasks.push(tokio::spawn(task));
+            let url = &config.admin.command_url;
+            tracing::info!(%address, "AdminServer at http://{address}{url}");
+            Some(address)
+        }
+        None => None,
+    };
     tracing::info!(
         address = %client_address,
         secure_address = ?secure_client_address,
@@ -288,6 +315,7 @@ pub async fn start(config: ServerConfig) -> Result<RunningServer, StartError> {
         client_address,
         secure_client_address,
         metrics_address,
+        admin_address,
         core_task,
         accept_tasks,
     })

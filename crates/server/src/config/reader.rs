@@ -141,18 +141,16 @@ impl<'a> Reader<'a> {
         Ok(true)
     }
 
-    /// Reads a `metricsProvider.*` key; false when `entry` is not one.
+    /// Reads a `metricsProvider.*` or `admin.*` key; false when `entry` is not one.
     fn read_metrics(&mut self, entry: &RawEntry) -> Result<bool, ConfigError> {
-        let read = super::metrics::read(&mut self.config.metrics, &entry.key, &entry.value)
-            .map_err(|reason| {
-                ConfigError::invalid_value(
-                    self.origin,
-                    entry.line,
-                    &entry.key,
-                    &entry.value,
-                    reason,
-                )
-            })?;
+        let metrics = super::metrics::read(&mut self.config.metrics, &entry.key, &entry.value);
+        let read = match metrics {
+            Ok(None) => super::admin::read(&mut self.config.admin, &entry.key, &entry.value),
+            other => other,
+        }
+        .map_err(|reason| {
+            ConfigError::invalid_value(self.origin, entry.line, &entry.key, &entry.value, reason)
+        })?;
         match read {
             None => Ok(false),
             Some(true) => Ok(true),
