@@ -156,6 +156,7 @@ async fn start(cas: &[&Ca], trusted: &Ca) -> Fixture {
     config.tls.key_store = Some(StoreLocation::new(dir.path().join("server.pem")));
     config.tls.trust_store = Some(StoreLocation::new(dir.path().join("trust.pem")));
     config.tls.client_auth = ClientAuth::Need;
+    config.four_letter_words = server::config::FourLetterWhitelist::parse("*");
     let server = server::start(config)
         .await
         .expect("meerkat starts with TLS");
@@ -237,6 +238,28 @@ async fn mutual_tls_x509_identity_refusals_and_reload() {
         log_has("peer sent no certificates"),
         "the log says none was sent"
     );
+
+    // mntr counts them under ZooKeeper's names.
+    let plain_address = f.plain;
+    let mntr = tokio::task::spawn_blocking(move || {
+        use std::io::Read;
+        let mut s = std::net::TcpStream::connect(plain_address).unwrap();
+        s.write_all(b"mntr").unwrap();
+        let mut text = String::new();
+        s.read_to_string(&mut text).unwrap();
+        text
+    })
+    .await
+    .unwrap();
+    let value = |key: &str| -> u64 {
+        mntr.lines()
+            .find_map(|l| l.strip_prefix(&format!("{key}\t")))
+            .and_then(|v| v.parse().ok())
+            .unwrap_or_else(|| panic!("{key} in mntr:\n{mntr}"))
+    };
+    assert!(value("zk_unsuccessful_handshake") >= 4, "{mntr}");
+    assert!(value("zk_auth_failed_count") >= 4, "{mntr}");
+    assert!(value("zk_non_mtls_local_conn_count") >= 2, "{mntr}");
 
     // The trust store replaced on disk: the rogue CA's client gets in, with no restart.
     write(

@@ -89,6 +89,8 @@ pub struct Shared {
     pub four_letter_words: crate::config::FourLetterWhitelist,
     /// The next connection id, shared by every listener (plaintext and TLS).
     pub next_conn: std::sync::atomic::AtomicU64,
+    /// Plaintext connections and TLS handshakes, for `mntr` and the metrics.
+    pub connection_metrics: crate::metrics::connections::ConnectionMetrics,
 }
 
 /// The reading side of a client connection: a plain socket or a TLS stream.

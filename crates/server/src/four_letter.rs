@@ -47,6 +47,12 @@ pub async fn serve(
             Err(_) => NOT_SERVING.to_string(),
         }
     };
+    // The connection layer's own figures follow the core's (`metrics::connections`).
+    let text = if cmd == "mntr" && text.starts_with("zk_") {
+        text + &shared.connection_metrics.mntr_lines()
+    } else {
+        text
+    };
     let _ = wr.write_all(text.as_bytes()).await;
     let _ = wr.shutdown().await;
 }

@@ -200,6 +200,7 @@ pub async fn start(config: ServerConfig) -> Result<RunningServer, StartError> {
         jute_max_buffer: config.jute_max_buffer as usize,
         four_letter_words: config.four_letter_words.clone(),
         next_conn: std::sync::atomic::AtomicU64::new(1),
+        connection_metrics: metrics::connections::ConnectionMetrics::default(),
     });
     let permits = global_permits.clone();
     let outstanding = Arc::new(move || global_limit.saturating_sub(permits.available_permits()));
@@ -279,7 +280,7 @@ pub async fn start(config: ServerConfig) -> Result<RunningServer, StartError> {
     let mut accept_tasks = listeners.spawn(&shared, config.max_client_cnxns);
     let metrics_address = match metrics_listener {
         Some((listener, address)) => {
-            let task = metrics::serve_prometheus(listener, shared.core_tx.clone());
+            let task = metrics::serve_prometheus(listener, shared.clone());
             accept_tasks.push(tokio::spawn(task));
             tracing::info!(%address, "Prometheus metrics at http://{address}/metrics");
             Some(address)
@@ -288,7 +289,7 @@ pub async fn start(config: ServerConfig) -> Result<RunningServer, StartError> {
     };
     let admin_address = match admin_listener {
         Some((listener, address)) => {
-            let task = admin::serve(listener, shared.core_tx.clone(), config.clone());
+            let task = admin::serve(listener, shared.clone(), config.clone());
             accept_tasks.push(tokio::spawn(task));
             let url = &config.admin.command_url;
             tracing::info!(%address, "AdminServer at http://{address}{url}");

@@ -102,12 +102,23 @@ async fn handle(
             }
         }
     };
+    let metrics = &shared.connection_metrics;
     match tls {
-        None => serve(connection::plain(stream), peer, conn, Vec::new(), shared).await,
+        None => {
+            metrics.plaintext_connection(peer.ip());
+            serve(connection::plain(stream), peer, conn, Vec::new(), shared).await;
+        }
         Some(tls) => {
             let _ = stream.set_nodelay(true);
-            if let Some((stream, ids)) = tls::accept(&tls, stream, peer).await {
-                serve(connection::tls(stream), peer, conn, ids, shared).await;
+            metrics.handshake_started();
+            let accepted = tls::accept(&tls, stream, peer).await;
+            metrics.handshake_ended(!matches!(accepted, Err(tls::Refused::Handshake)));
+            match accepted {
+                Ok((stream, ids)) => {
+                    serve(connection::tls(stream), peer, conn, ids, shared).await;
+                }
+                Err(tls::Refused::Identity) => metrics.auth_failed(),
+                Err(tls::Refused::Handshake) => {}
             }
         }
     }

@@ -9,11 +9,10 @@
 
 use super::text::{self, blocks, conn_line, object, pairs, scalar, session_id, srvr_field};
 use crate::config::ServerConfig;
-use crate::core::CoreMsg;
-use crate::metrics::ask_core;
+use crate::connection::Shared;
+use crate::metrics::ask;
 use serde_json::{json, Map, Value};
 use std::sync::Arc;
-use tokio::sync::mpsc;
 
 /// One command: its names (primary first), whether it needs a serving server.
 pub struct Command {
@@ -67,7 +66,7 @@ pub fn find(name: &str) -> Option<&'static Command> {
 
 /// What every command can use.
 pub struct Context {
-    pub core_tx: mpsc::Sender<CoreMsg>,
+    pub shared: Arc<Shared>,
     pub config: Arc<ServerConfig>,
 }
 
@@ -94,7 +93,7 @@ pub async fn run(name: &str, ctx: &Context) -> Value {
 }
 
 async fn four(ctx: &Context, cmd: &str) -> Result<String, String> {
-    let text = ask_core(&ctx.core_tx, cmd)
+    let text = ask(&ctx.shared, cmd)
         .await
         .ok_or_else(|| "the server is shutting down".to_string())?;
     if text.trim_end() == NOT_SERVING {

@@ -10,20 +10,19 @@ pub mod commands;
 pub mod text;
 
 use crate::config::ServerConfig;
-use crate::core::CoreMsg;
+use crate::connection::Shared;
 use crate::metrics::http::{self, Reply};
 use hyper::StatusCode;
 use std::sync::Arc;
-use tokio::sync::mpsc;
 
 /// Serves the AdminServer until the task is aborted.
 pub async fn serve(
     listener: tokio::net::TcpListener,
-    core_tx: mpsc::Sender<CoreMsg>,
+    shared: Arc<Shared>,
     config: Arc<ServerConfig>,
 ) {
     let base = config.admin.command_url.trim_end_matches('/').to_string();
-    let ctx = Arc::new(commands::Context { core_tx, config });
+    let ctx = Arc::new(commands::Context { shared, config });
     http::serve(listener, "admin", move |path, _query| {
         let (ctx, base) = (ctx.clone(), base.clone());
         async move {

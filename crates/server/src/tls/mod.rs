@@ -25,27 +25,36 @@ use tokio_rustls::server::TlsStream;
 /// tells TLS from plaintext by it, as ZooKeeper's `DualModeSslHandler` does.
 pub const TLS_HANDSHAKE_RECORD_TYPE: u8 = 0x16;
 
-/// Runs the server side of a handshake. `None` (after a log line saying why) when it fails,
-/// times out, or the client's certificate gives no identity.
+/// Why [`accept`] refused a client (after a log line saying why).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Refused {
+    /// The handshake failed or timed out (untrusted, expired or missing certificate, a
+    /// plaintext client, a protocol or cipher mismatch).
+    Handshake,
+    /// The handshake succeeded but the certificate gives no identity.
+    Identity,
+}
+
+/// Runs the server side of a handshake.
 pub async fn accept(
     tls: &ServerTls,
     stream: TcpStream,
     peer: SocketAddr,
-) -> Option<(TlsStream<TcpStream>, Vec<Id>)> {
+) -> Result<(TlsStream<TcpStream>, Vec<Id>), Refused> {
     let acceptor = tokio_rustls::TlsAcceptor::from(tls.config());
     let stream = match tokio::time::timeout(TLS_HANDSHAKE_TIMEOUT, acceptor.accept(stream)).await {
         Ok(Ok(stream)) => stream,
         Ok(Err(e)) => {
             tracing::warn!(%peer, reason = %e, "TLS handshake failed; closing the connection");
-            return None;
+            return Err(Refused::Handshake);
         }
         Err(_) => {
             tracing::warn!(%peer, timeout = ?TLS_HANDSHAKE_TIMEOUT, "TLS handshake not finished in time; closing the connection");
-            return None;
+            return Err(Refused::Handshake);
         }
     };
     if tls.client_auth() == ClientAuth::None {
-        return Some((stream, Vec::new()));
+        return Ok((stream, Vec::new()));
     }
     let Some(leaf) = stream
         .get_ref()
@@ -54,7 +63,7 @@ pub async fn accept(
         .and_then(|c| c.first())
     else {
         // ssl.clientAuth=want and the client sent none: served anonymously, as in ZooKeeper.
-        return Some((stream, Vec::new()));
+        return Ok((stream, Vec::new()));
     };
     match identity::subject_name(leaf) {
         Ok(subject) => {
@@ -71,11 +80,11 @@ pub async fn accept(
                 scheme: "x509".into(),
                 id: subject,
             });
-            Some((stream, ids))
+            Ok((stream, ids))
         }
         Err(reason) => {
             tracing::warn!(%peer, %reason, "x509 authentication failed; closing the connection");
-            None
+            Err(Refused::Identity)
         }
     }
 }
