@@ -88,6 +88,7 @@ impl Client {
             state: state_tx,
             events: events_tx.clone(),
             info: info.clone(),
+            tls: config.tls.clone(),
         }));
         let client = Client {
             inner: Arc::new(Inner {

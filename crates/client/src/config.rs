@@ -14,6 +14,8 @@ pub struct ClientConfig {
     /// Credentials sent before any request, and again on every reconnection
     /// (`(scheme, auth)`, e.g. `("digest", b"user:password")`).
     pub auth: Vec<(String, Vec<u8>)>,
+    /// TLS to every server ([`ClientConfig::with_tls`]); plaintext when `None`.
+    pub tls: Option<crate::tls::TlsClient>,
 }
 
 impl Default for ClientConfig {
@@ -22,6 +24,7 @@ impl Default for ClientConfig {
             session_timeout: Duration::from_secs(30),
             connect_timeout: Duration::from_secs(30),
             auth: Vec::new(),
+            tls: None,
         }
     }
 }
@@ -35,6 +38,16 @@ impl ClientConfig {
     pub fn with_connect_timeout(mut self, timeout: Duration) -> Self {
         self.connect_timeout = timeout;
         self
+    }
+
+    /// Connects over TLS (ZooKeeper's `zookeeper.client.secure=true`), loading the stores now.
+    ///
+    /// # Errors
+    ///
+    /// A store cannot be read or does not make a TLS identity.
+    pub fn with_tls(mut self, tls: &crate::tls::TlsConfig) -> Result<Self, crate::tls::TlsError> {
+        self.tls = Some(tls.client()?);
+        Ok(self)
     }
 
     pub fn with_auth(mut self, scheme: &str, auth: &[u8]) -> Self {

@@ -8,14 +8,13 @@
 use crate::limits::{FRAME_LEN_MAX, WRITE_QUEUE_LEN_MAX};
 use proto::frame::parse_frame;
 use std::io;
-use tokio::io::{AsyncReadExt, AsyncWriteExt};
-use tokio::net::tcp::{OwnedReadHalf, OwnedWriteHalf};
+use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt};
 use tokio::net::TcpStream;
 use tokio::sync::mpsc;
 
 /// The reading half: yields whole frames (payload only, length removed).
 pub(crate) struct FrameReader {
-    half: OwnedReadHalf,
+    half: Box<dyn AsyncRead + Send + Unpin>,
     buf: Vec<u8>,
 }
 
@@ -60,10 +59,25 @@ impl FrameWriter {
     }
 }
 
-/// Splits a connected stream into a frame reader and a writer task.
+/// Splits a connected socket into a frame reader and a writer task.
 pub(crate) fn split(stream: TcpStream) -> (FrameReader, FrameWriter) {
     let _ = stream.set_nodelay(true);
     let (read, write) = stream.into_split();
+    halves(Box::new(read), Box::new(write))
+}
+
+/// The same over a TLS stream (its socket already has TCP_NODELAY).
+pub(crate) fn split_tls(
+    stream: tokio_rustls::client::TlsStream<TcpStream>,
+) -> (FrameReader, FrameWriter) {
+    let (read, write) = tokio::io::split(stream);
+    halves(Box::new(read), Box::new(write))
+}
+
+fn halves(
+    read: Box<dyn AsyncRead + Send + Unpin>,
+    write: Box<dyn AsyncWrite + Send + Unpin>,
+) -> (FrameReader, FrameWriter) {
     let (tx, rx) = mpsc::channel(WRITE_QUEUE_LEN_MAX);
     tokio::spawn(write_loop(write, rx));
     (
@@ -76,7 +90,7 @@ pub(crate) fn split(stream: TcpStream) -> (FrameReader, FrameWriter) {
 }
 
 /// Writes queued frames, coalescing whatever is already queued into one syscall.
-async fn write_loop(mut half: OwnedWriteHalf, mut rx: mpsc::Receiver<Vec<u8>>) {
+async fn write_loop(mut half: Box<dyn AsyncWrite + Send + Unpin>, mut rx: mpsc::Receiver<Vec<u8>>) {
     let mut batch = Vec::new();
     while let Some(frame) = rx.recv().await {
         batch.clear();

@@ -46,6 +46,7 @@ pub mod path;
 pub mod recipes;
 pub mod session;
 mod submit_queue;
+pub mod tls;
 pub mod watch;
 
 pub use client::Client;
@@ -56,4 +57,5 @@ pub use event::{SessionState, WatchedEvent};
 pub use op::{Op, OpResult};
 pub use proto::watch::{AddWatchMode, EventType, KeeperState, WatcherType};
 pub use proto::{Acl, ClientInfo, ErrorCode, Id, Stat};
+pub use tls::{StoreLocation, TlsConfig};
 pub use watch::{OneshotWatch, PersistentWatch};

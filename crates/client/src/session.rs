@@ -92,6 +92,7 @@ pub(crate) struct DriverParts {
     pub state: watch::Sender<SessionState>,
     pub events: broadcast::Sender<SessionState>,
     pub info: Arc<Mutex<SessionInfo>>,
+    pub tls: Option<crate::tls::TlsClient>,
 }
 
 /// A request written to the server and not yet answered.
@@ -132,6 +133,7 @@ struct Driver {
     state: watch::Sender<SessionState>,
     events: broadcast::Sender<SessionState>,
     info: Arc<Mutex<SessionInfo>>,
+    tls: Option<crate::tls::TlsClient>,
     in_flight: VecDeque<InFlight>,
     /// Auth replies expected, in order; `None` for credentials replayed on reconnection.
     auth_waiters: VecDeque<Option<oneshot::Sender<Result<()>>>>,
@@ -158,6 +160,7 @@ pub(crate) async fn run(parts: DriverParts) {
         state: parts.state,
         events: parts.events,
         info: parts.info,
+        tls: parts.tls,
         in_flight: VecDeque::new(),
         auth_waiters: VecDeque::new(),
     };
@@ -211,7 +214,7 @@ impl Driver {
                         self.closer = closer;
                         return Err(Ended::Terminal(SessionState::Closed));
                     }
-                    attempt = timeout(per_host, handshake(&host, request)) => attempt,
+                    attempt = timeout(per_host, handshake(&host, request, self.tls.as_ref())) => attempt,
                 };
                 match attempt {
                     Ok(Ok(Some((reader, writer, response)))) => {
@@ -593,9 +596,16 @@ impl Driver {
 async fn handshake(
     host: &str,
     request: ConnectRequest,
+    tls: Option<&crate::tls::TlsClient>,
 ) -> std::io::Result<Option<(FrameReader, FrameWriter, ConnectResponse)>> {
     let stream = TcpStream::connect(host).await?;
-    let (mut reader, writer) = connection::split(stream);
+    let (mut reader, writer) = match tls {
+        None => connection::split(stream),
+        Some(tls) => {
+            let _ = stream.set_nodelay(true);
+            connection::split_tls(tls.connect(host, stream).await?)
+        }
+    };
     writer.send(frame_of(|w| request.encode(w))).await?;
     let frame = reader.next_frame().await?.ok_or_else(|| {
         std::io::Error::new(std::io::ErrorKind::UnexpectedEof, "closed during handshake")

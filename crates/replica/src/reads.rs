@@ -282,7 +282,7 @@ fn set_watches<S: Store>(
 fn user_name(id: &Id) -> String {
     match id.scheme.as_str() {
         "digest" => id.id.split(':').next().unwrap_or_default().to_string(),
-        "ip" => id.id.clone(),
+        "ip" | "x509" => id.id.clone(),
         _ => String::new(),
     }
 }

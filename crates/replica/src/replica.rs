@@ -40,6 +40,9 @@ pub enum ClientInput {
         conn: ConnId,
         peer: SocketAddr,
         request: ConnectRequest,
+        /// Identities the host proved for the connection (a TLS client certificate's `x509`
+        /// identity, maybe `super`), besides its address.
+        tls_ids: Vec<Id>,
     },
     Request {
         conn: ConnId,
@@ -286,7 +289,8 @@ impl<S: Store> Replica<S> {
                 conn,
                 peer,
                 request,
-            } => self.on_connect(conn, peer, request),
+                tls_ids,
+            } => self.on_connect(conn, peer, request, tls_ids),
             ClientInput::Request {
                 conn,
                 xid,
@@ -321,7 +325,13 @@ impl<S: Store> Replica<S> {
 
     // ---- handshake ------------------------------------------------------------------------
 
-    fn on_connect(&mut self, conn: ConnId, peer: SocketAddr, req: ConnectRequest) {
+    fn on_connect(
+        &mut self,
+        conn: ConnId,
+        peer: SocketAddr,
+        req: ConnectRequest,
+        tls_ids: Vec<Id>,
+    ) {
         let ip_id = Id {
             scheme: "ip".into(),
             id: peer.ip().to_string(),
@@ -329,7 +339,7 @@ impl<S: Store> Replica<S> {
         let c = Conn {
             peer,
             session_id: None,
-            auth_ids: vec![ip_id],
+            auth_ids: std::iter::once(ip_id).chain(tls_ids).collect(),
             stats: ConnStats::new(self.now.mono_ms, self.now.wall_ms),
             timeout_ms: 0,
         };

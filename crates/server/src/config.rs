@@ -34,22 +34,28 @@
 //! `znode.container.*` work from zoo.cfg, where ZooKeeper only honours them as JVM flags;
 //! the four-letter-word whitelist also splits on whitespace.
 
+mod admin;
 mod error;
 mod help;
 mod keys;
+mod metrics;
 mod properties;
 mod reader;
 mod server_line;
+mod tls;
 mod values;
 mod whitelist;
 
 use std::net::{IpAddr, Ipv4Addr, SocketAddr};
 use std::path::{Path, PathBuf};
 
+pub use admin::AdminSettings;
 pub use error::{ConfigError, ConfigWarning, WarningKind};
 pub use help::HELP;
 pub use keys::is_sensitive_key;
+pub use metrics::{MetricsSettings, PROMETHEUS_PROVIDER};
 pub use server_line::{HostPort, ServerLine, ServerRole};
+pub use tls::{ClientAuth, StoreLocation, TlsSettings};
 pub use whitelist::FourLetterWhitelist;
 
 /// ZooKeeper's code default (`ZooKeeperServer.DEFAULT_TICK_TIME`); the sample zoo.cfg says 2000.
@@ -75,6 +81,14 @@ pub const DEFAULT_BUSY_SNAPSHOT_REST_PERCENT: u32 = 300;
 pub struct ServerConfig {
     pub tick_time_ms: u32,
     pub client_port: u16,
+    /// False when a zoo.cfg sets `secureClientPort` and no `clientPort`: no plaintext port.
+    pub client_port_open: bool,
+    /// TLS on the client port (`secureClientPort`, `client.portUnification`, `ssl.*`).
+    pub tls: TlsSettings,
+    /// The Prometheus endpoint (`metricsProvider.*`).
+    pub metrics: MetricsSettings,
+    /// The AdminServer (`admin.*`).
+    pub admin: AdminSettings,
     /// 127.0.0.1 for the embedded default; 0.0.0.0 for a zoo.cfg without `clientPortAddress`.
     pub client_port_address: IpAddr,
     pub data_dir: PathBuf,
@@ -129,6 +143,10 @@ impl ServerConfig {
         Self {
             tick_time_ms: DEFAULT_TICK_TIME_MS,
             client_port: DEFAULT_CLIENT_PORT,
+            client_port_open: true,
+            tls: TlsSettings::default(),
+            metrics: MetricsSettings::default(),
+            admin: AdminSettings::default(),
             client_port_address: IpAddr::V4(Ipv4Addr::LOCALHOST),
             data_log_dir: data_dir.clone(),
             data_dir,
@@ -195,6 +213,16 @@ impl ServerConfig {
     /// Where the client listener binds.
     pub fn client_address(&self) -> SocketAddr {
         SocketAddr::new(self.client_port_address, self.client_port)
+    }
+
+    /// Where the TLS-only client listener binds, if there is one.
+    pub fn secure_client_address(&self) -> Option<SocketAddr> {
+        let port = self.tls.secure_client_port?;
+        let ip = self
+            .tls
+            .secure_client_port_address
+            .unwrap_or(IpAddr::V4(Ipv4Addr::UNSPECIFIED));
+        Some(SocketAddr::new(ip, port))
     }
 }
 

@@ -24,8 +24,7 @@ use std::net::SocketAddr;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
 use std::time::Instant;
-use tokio::io::{AsyncReadExt, AsyncWriteExt};
-use tokio::net::tcp::{OwnedReadHalf, OwnedWriteHalf};
+use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt};
 use tokio::net::TcpStream;
 use tokio::sync::{mpsc, Semaphore};
 use tokio_util::sync::CancellationToken;
@@ -88,12 +87,39 @@ pub struct Shared {
     pub global_permits: Arc<Semaphore>,
     pub jute_max_buffer: usize,
     pub four_letter_words: crate::config::FourLetterWhitelist,
+    /// The next connection id, shared by every listener (plaintext and TLS).
+    pub next_conn: std::sync::atomic::AtomicU64,
+    /// Plaintext connections and TLS handshakes, for `mntr` and the metrics.
+    pub connection_metrics: crate::metrics::connections::ConnectionMetrics,
 }
 
-/// Serves one accepted socket until it closes.
-pub async fn serve(stream: TcpStream, peer: SocketAddr, conn: ConnId, shared: Arc<Shared>) {
+/// The reading side of a client connection: a plain socket or a TLS stream.
+pub type ReadHalf = Box<dyn AsyncRead + Send + Unpin>;
+/// The writing side of a client connection.
+pub type WriteHalf = Box<dyn AsyncWrite + Send + Unpin>;
+
+/// A plaintext socket, split without a lock.
+pub fn plain(stream: TcpStream) -> (ReadHalf, WriteHalf) {
     let _ = stream.set_nodelay(true);
-    let (mut rd, wr) = stream.into_split();
+    let (rd, wr) = stream.into_split();
+    (Box::new(rd), Box::new(wr))
+}
+
+/// A TLS stream (its socket already has TCP_NODELAY set).
+pub fn tls(stream: tokio_rustls::server::TlsStream<TcpStream>) -> (ReadHalf, WriteHalf) {
+    let (rd, wr) = tokio::io::split(stream);
+    (Box::new(rd), Box::new(wr))
+}
+
+/// Serves one accepted connection until it closes. `tls_ids` are the identities its TLS
+/// client certificate proved (`x509`, maybe `super`), added to the session's auth info.
+pub async fn serve(
+    (mut rd, wr): (ReadHalf, WriteHalf),
+    peer: SocketAddr,
+    conn: ConnId,
+    tls_ids: Vec<proto::Id>,
+    shared: Arc<Shared>,
+) {
     let mut buf = Vec::with_capacity(4096);
     if read_at_least(&mut rd, &mut buf, 4).await.is_err() {
         return;
@@ -125,6 +151,7 @@ pub async fn serve(stream: TcpStream, peer: SocketAddr, conn: ConnId, shared: Ar
         buf,
         conn,
         peer,
+        tls_ids,
         shared: shared.clone(),
         inflight,
         unanswered,
@@ -140,7 +167,7 @@ pub async fn serve(stream: TcpStream, peer: SocketAddr, conn: ConnId, shared: Ar
     let _ = writer.await;
 }
 
-async fn read_at_least(rd: &mut OwnedReadHalf, buf: &mut Vec<u8>, n: usize) -> std::io::Result<()> {
+async fn read_at_least(rd: &mut ReadHalf, buf: &mut Vec<u8>, n: usize) -> std::io::Result<()> {
     while buf.len() < n {
         if rd.read_buf(buf).await? == 0 {
             return Err(std::io::ErrorKind::UnexpectedEof.into());
@@ -150,10 +177,11 @@ async fn read_at_least(rd: &mut OwnedReadHalf, buf: &mut Vec<u8>, n: usize) -> s
 }
 
 struct ReadLoop {
-    rd: OwnedReadHalf,
+    rd: ReadHalf,
     buf: Vec<u8>,
     conn: ConnId,
     peer: SocketAddr,
+    tls_ids: Vec<proto::Id>,
     shared: Arc<Shared>,
     inflight: Arc<Semaphore>,
     unanswered: Arc<AtomicUsize>,
@@ -191,6 +219,7 @@ impl ReadLoop {
             handle,
             peer: self.peer,
             request,
+            tls_ids: std::mem::take(&mut self.tls_ids),
         };
         self.shared
             .core_tx
@@ -273,7 +302,7 @@ async fn acquire_both(conn: &Semaphore, global: &Semaphore) -> Result<(), CloseR
 /// Writes queued frames in batches: everything already queued (up to a batch limit) goes out
 /// in one `write_all`.
 async fn write_loop(
-    mut wr: OwnedWriteHalf,
+    mut wr: WriteHalf,
     mut rx: mpsc::UnboundedReceiver<Outbound>,
     queued_bytes: Arc<AtomicUsize>,
     inflight: Arc<Semaphore>,

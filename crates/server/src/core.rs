@@ -28,6 +28,8 @@ pub enum CoreMsg {
         handle: ConnHandle,
         peer: SocketAddr,
         request: ConnectRequest,
+        /// Identities the client's TLS certificate proved (`x509`, maybe `super`).
+        tls_ids: Vec<proto::Id>,
     },
     Request {
         conn: ConnId,
@@ -133,12 +135,14 @@ impl Core {
                 handle,
                 peer,
                 request,
+                tls_ids,
             } => {
                 self.handles.insert(conn, handle);
                 let input = ClientInput::Connect {
                     conn,
                     peer,
                     request,
+                    tls_ids,
                 };
                 self.replica.on_client(now, input);
             }

@@ -6,7 +6,6 @@ use crate::connection::Shared;
 use crate::core::{wall_ms, Core, CoreMsg};
 use std::fmt::Write as _;
 use tokio::io::AsyncWriteExt;
-use tokio::net::tcp::OwnedWriteHalf;
 
 /// The ZooKeeper version meerkat answers as (clients parse it, e.g. kazoo's `server_version`).
 pub const ZOOKEEPER_VERSION: &str = "3.9.3";
@@ -28,7 +27,7 @@ pub fn command_in(first: &[u8]) -> Option<&'static str> {
 pub async fn serve(
     cmd: &'static str,
     peer: std::net::SocketAddr,
-    mut wr: OwnedWriteHalf,
+    mut wr: crate::connection::WriteHalf,
     shared: &Shared,
 ) {
     let text = if !shared.four_letter_words.allows(cmd) {
@@ -47,6 +46,12 @@ pub async fn serve(
             Ok(()) => rx.await.unwrap_or_default(),
             Err(_) => NOT_SERVING.to_string(),
         }
+    };
+    // The connection layer's own figures follow the core's (`metrics::connections`).
+    let text = if cmd == "mntr" && text.starts_with("zk_") {
+        text + &shared.connection_metrics.mntr_lines()
+    } else {
+        text
     };
     let _ = wr.write_all(text.as_bytes()).await;
     let _ = wr.shutdown().await;

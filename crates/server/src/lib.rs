@@ -5,19 +5,24 @@
 //! * [`listener`], [`connection`]: sockets, framing, flow control, batched writes.
 //! * [`core`]: the single task that owns the replica, feeds it inputs with the time and
 //!   executes its outputs.
-//! * [`four_letter`]: operators' view.
+//! * [`four_letter`]: operators' view; [`metrics`], [`admin`]: the Prometheus endpoint and the
+//!   AdminServer (HTTP).
+//! * [`tls`]: TLS on the client port (`secureClientPort`, port unification, the `x509` scheme).
 //! * [`peers`]: connections between ensemble members (FIFO frames, reconnects);
 //!   [`replication`]: `myid` and the `server.N` lines.
 //! * [`limits`]: every bound of the shell, in one place.
 
+pub mod admin;
 pub mod config;
 pub mod connection;
 pub mod core;
 pub mod four_letter;
 pub mod limits;
 pub mod listener;
+pub mod metrics;
 pub mod peers;
 pub mod replication;
+pub mod tls;
 
 use crate::config::ServerConfig;
 use crate::connection::Shared;
@@ -29,23 +34,30 @@ use tokio::sync::{mpsc, Semaphore};
 
 /// A server started with [`start`]: where it listens, and how to stop it.
 pub struct RunningServer {
+    /// The plaintext (or unified) client port; the TLS one when there is no other.
     pub client_address: SocketAddr,
+    /// The TLS-only client port (`secureClientPort`), if any.
+    pub secure_client_address: Option<SocketAddr>,
+    /// The Prometheus endpoint (`metricsProvider.httpPort`), if on.
+    pub metrics_address: Option<SocketAddr>,
+    /// The AdminServer (`admin.serverPort`), if on.
+    pub admin_address: Option<SocketAddr>,
     core_task: tokio::task::JoinHandle<Result<(), String>>,
-    accept_task: tokio::task::JoinHandle<()>,
+    accept_tasks: Vec<tokio::task::JoinHandle<()>>,
 }
 
 impl RunningServer {
     /// Stops accepting and processing; open connections end when their tasks see the core gone.
     /// Returns at once; the data dir is released shortly after (see [`RunningServer::shutdown`]).
     pub fn stop(self) {
-        self.accept_task.abort();
+        self.accept_tasks.iter().for_each(|t| t.abort());
         self.core_task.abort();
     }
 
     /// Stops like [`RunningServer::stop`] and waits until the log writer has written and synced
     /// what it was given and the data dir is free for another server.
     pub async fn shutdown(self) {
-        self.accept_task.abort();
+        self.accept_tasks.iter().for_each(|t| t.abort());
         self.core_task.abort();
         let _ = self.core_task.await;
     }
@@ -57,7 +69,7 @@ impl RunningServer {
             .core_task
             .await
             .unwrap_or_else(|e| Err(format!("server core ended: {e}")));
-        self.accept_task.abort();
+        self.accept_tasks.iter().for_each(|t| t.abort());
         result
     }
 }
@@ -83,6 +95,14 @@ pub enum StartError {
     },
     #[error("cannot start Zab: {0}")]
     Zab(#[from] zab::ZabError),
+    #[error("cannot listen for {what} on {address}: {source}")]
+    Http {
+        what: &'static str,
+        address: SocketAddr,
+        source: std::io::Error,
+    },
+    #[error("cannot set up TLS on the client port: {0}")]
+    Tls(#[from] tls::TlsError),
 }
 
 /// What persistence reports to the core from its writer thread.
@@ -98,6 +118,20 @@ pub async fn start(config: ServerConfig) -> Result<RunningServer, StartError> {
     // Two or more server.N lines make an ensemble; otherwise standalone, as in ZooKeeper.
     let membership = if config.servers.len() >= 2 {
         Some(replication::Membership::read(&config)?)
+    } else {
+        None
+    };
+    let admin_listener = if config.admin.enabled {
+        let address = SocketAddr::new(config.admin.address, config.admin.port);
+        Some(
+            metrics::http::bind(address)
+                .await
+                .map_err(|source| StartError::Http {
+                    what: "the AdminServer (admin.serverPort)",
+                    address,
+                    source,
+                })?,
+        )
     } else {
         None
     };
@@ -135,16 +169,21 @@ pub async fn start(config: ServerConfig) -> Result<RunningServer, StartError> {
     };
     let load_ms = recovery_started.elapsed().as_millis() as u64;
     log_recovery(&recovered, load_ms);
-    let address = membership
-        .as_ref()
-        .and_then(|m| m.client)
-        .unwrap_or_else(|| config.client_address());
-    let listener = TcpListener::bind(address)
-        .await
-        .map_err(|source| StartError::Listen { address, source })?;
-    let client_address = listener
-        .local_addr()
-        .map_err(|source| StartError::Listen { address, source })?;
+    let listeners = bind_client_ports(&config, membership.as_ref()).await?;
+    let metrics_listener = if config.metrics.prometheus {
+        let address = SocketAddr::new(config.metrics.http_host, config.metrics.http_port);
+        Some(
+            metrics::http::bind(address)
+                .await
+                .map_err(|source| StartError::Http {
+                    what: "the Prometheus endpoint (metricsProvider.httpPort)",
+                    address,
+                    source,
+                })?,
+        )
+    } else {
+        None
+    };
     let global_limit = config.global_outstanding_limit.max(1) as usize;
     let global_permits = Arc::new(Semaphore::new(global_limit));
     let (core_tx, core_rx) = mpsc::channel(limits::CORE_QUEUE_LEN_MAX);
@@ -153,6 +192,8 @@ pub async fn start(config: ServerConfig) -> Result<RunningServer, StartError> {
         global_permits: global_permits.clone(),
         jute_max_buffer: config.jute_max_buffer as usize,
         four_letter_words: config.four_letter_words.clone(),
+        next_conn: std::sync::atomic::AtomicU64::new(1),
+        connection_metrics: metrics::connections::ConnectionMetrics::default(),
     });
     let permits = global_permits.clone();
     let outstanding = Arc::new(move || global_limit.saturating_sub(permits.available_permits()));
@@ -238,13 +279,31 @@ pub async fn start(config: ServerConfig) -> Result<RunningServer, StartError> {
         config.tick_time_ms,
         locks,
     ));
-    let accept_task = tokio::spawn(listener::accept_loop(
-        listener,
-        shared,
-        config.max_client_cnxns,
-    ));
+    let client_address = listeners.client_address();
+    let secure_client_address = listeners.secure.as_ref().map(|(_, a)| *a);
+    let mut accept_tasks = listeners.spawn(&shared, config.max_client_cnxns);
+    let metrics_address = match metrics_listener {
+        Some((listener, address)) => {
+            let task = metrics::serve_prometheus(listener, shared.clone());
+            accept_tasks.push(tokio::spawn(task));
+            tracing::info!(%address, "Prometheus metrics at http://{address}/metrics");
+            Some(address)
+        }
+        None => None,
+    };
+    let admin_address = match admin_listener {
+        Some((listener, address)) => {
+            let task = admin::serve(listener, shared.clone(), config.clone());
+            accept_tasks.push(tokio::spawn(task));
+            let url = &config.admin.command_url;
+            tracing::info!(%address, "AdminServer at http://{address}{url}");
+            Some(address)
+        }
+        None => None,
+    };
     tracing::info!(
         address = %client_address,
+        secure_address = ?secure_client_address,
         mode,
         durability = if config.diskless {
             "diskless (busy snapshots and failure checkpoints, no transaction log)"
@@ -259,8 +318,11 @@ pub async fn start(config: ServerConfig) -> Result<RunningServer, StartError> {
     );
     Ok(RunningServer {
         client_address,
+        secure_client_address,
+        metrics_address,
+        admin_address,
         core_task,
-        accept_task,
+        accept_tasks,
     })
 }
 
@@ -284,6 +346,81 @@ fn replica_settings(config: &ServerConfig) -> replica::Settings {
             .unwrap_or(0),
         ..replica::Settings::default()
     }
+}
+
+/// The client listeners: plaintext (or unified) and TLS-only, each with what it speaks.
+struct ClientListeners {
+    plain: Option<(TcpListener, SocketAddr, listener::Security)>,
+    secure: Option<(TcpListener, SocketAddr)>,
+    tls: Option<Arc<tls::ServerTls>>,
+}
+
+impl ClientListeners {
+    fn client_address(&self) -> SocketAddr {
+        match (&self.plain, &self.secure) {
+            (Some((_, address, _)), _) | (None, Some((_, address))) => *address,
+            // bind_client_ports opens at least one.
+            (None, None) => SocketAddr::from(([0, 0, 0, 0], 0)),
+        }
+    }
+
+    fn spawn(self, shared: &Arc<Shared>, max_per_address: u32) -> Vec<tokio::task::JoinHandle<()>> {
+        let mut tasks = Vec::with_capacity(2);
+        if let Some((listener, _, security)) = self.plain {
+            let task = listener::accept_loop(listener, shared.clone(), max_per_address, security);
+            tasks.push(tokio::spawn(task));
+        }
+        if let (Some((listener, _)), Some(tls)) = (self.secure, self.tls) {
+            let security = listener::Security::Tls(tls);
+            let task = listener::accept_loop(listener, shared.clone(), max_per_address, security);
+            tasks.push(tokio::spawn(task));
+        }
+        tasks
+    }
+}
+
+async fn bind(address: SocketAddr) -> Result<(TcpListener, SocketAddr), StartError> {
+    let listener = TcpListener::bind(address)
+        .await
+        .map_err(|source| StartError::Listen { address, source })?;
+    let local = listener
+        .local_addr()
+        .map_err(|source| StartError::Listen { address, source })?;
+    Ok((listener, local))
+}
+
+/// Loads TLS (when asked for) and binds `clientPort` (or the `server.N` line's client port) and
+/// `secureClientPort`. A zoo.cfg with only `secureClientPort` has no plaintext port.
+async fn bind_client_ports(
+    config: &ServerConfig,
+    membership: Option<&replication::Membership>,
+) -> Result<ClientListeners, StartError> {
+    let tls = if config.tls.serves_tls() {
+        Some(Arc::new(tls::ServerTls::new(&config.tls)?))
+    } else {
+        None
+    };
+    let member_port = membership.and_then(|m| m.client);
+    let plain_address = member_port.or_else(|| {
+        (config.client_port_open || config.secure_client_address().is_none())
+            .then(|| config.client_address())
+    });
+    let plain = match plain_address {
+        Some(address) => {
+            let (listener, local) = bind(address).await?;
+            let security = match (&tls, config.tls.port_unification) {
+                (Some(tls), true) => listener::Security::Unified(tls.clone()),
+                _ => listener::Security::Plaintext,
+            };
+            Some((listener, local, security))
+        }
+        None => None,
+    };
+    let secure = match config.secure_client_address() {
+        Some(address) => Some(bind(address).await?),
+        None => None,
+    };
+    Ok(ClientListeners { plain, secure, tls })
 }
 
 fn persistence_options(

@@ -25,3 +25,14 @@ pub const PEER_EVENTS_QUEUE_LEN_MAX: usize = 4096;
 
 /// How often an ensemble member drives Zab's timers.
 pub const ZAB_TICK: std::time::Duration = std::time::Duration::from_millis(10);
+
+/// A TLS client must finish its handshake within this, or its connection is closed (a client
+/// that opens a socket and says nothing must not hold a handshake forever).
+pub const TLS_HANDSHAKE_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(10);
+
+/// Open HTTP connections (Prometheus endpoint, AdminServer) per listener; more wait in the
+/// kernel's accept queue.
+pub const HTTP_CONNECTIONS_MAX: usize = 64;
+
+/// An HTTP client must send its request head within this.
+pub const HTTP_HEADER_READ_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(30);

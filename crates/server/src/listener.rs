@@ -1,10 +1,27 @@
-//! Accepts client connections, enforcing `maxClientCnxns` per client address.
+//! Accepts client connections, enforcing `maxClientCnxns` per client address, and runs the TLS
+//! handshake where the port asks for one.
+//!
+//! A listener is plaintext (`clientPort`), TLS only (`secureClientPort`) or unified
+//! (`clientPort` with `client.portUnification=true`): a unified port looks at the first byte a
+//! client sends and runs a TLS handshake if it starts a TLS record, as ZooKeeper's
+//! `DualModeSslHandler` does, so four-letter words and old clients still work there.
 
-use crate::connection::{serve, Shared};
+use crate::connection::{self, serve, Shared};
+use crate::tls::{self, ServerTls};
 use std::collections::HashMap;
-use std::net::IpAddr;
+use std::net::{IpAddr, SocketAddr};
+use std::sync::atomic::Ordering;
 use std::sync::{Arc, Mutex};
-use tokio::net::TcpListener;
+use tokio::net::{TcpListener, TcpStream};
+
+/// What a listener speaks.
+#[derive(Clone, Debug)]
+pub enum Security {
+    Plaintext,
+    Tls(Arc<ServerTls>),
+    /// TLS or plaintext, by the client's first byte.
+    Unified(Arc<ServerTls>),
+}
 
 /// Live connections per client address.
 #[derive(Default)]
@@ -34,9 +51,13 @@ impl PerAddress {
     }
 }
 
-pub async fn accept_loop(listener: TcpListener, shared: Arc<Shared>, max_per_address: u32) {
+pub async fn accept_loop(
+    listener: TcpListener,
+    shared: Arc<Shared>,
+    max_per_address: u32,
+    security: Security,
+) {
     let per_address = Arc::new(PerAddress::default());
-    let mut next_conn: u64 = 1;
     loop {
         let (stream, peer) = match listener.accept().await {
             Ok(accepted) => accepted,
@@ -52,12 +73,53 @@ pub async fn accept_loop(listener: TcpListener, shared: Arc<Shared>, max_per_add
             drop(stream);
             continue;
         }
-        let conn = next_conn;
-        next_conn += 1;
-        let (shared, per_address) = (shared.clone(), per_address.clone());
+        let conn = shared.next_conn.fetch_add(1, Ordering::Relaxed);
+        let (shared, per_address, security) =
+            (shared.clone(), per_address.clone(), security.clone());
         tokio::spawn(async move {
-            serve(stream, peer, conn, shared).await;
+            handle(stream, peer, conn, shared, security).await;
             per_address.remove(peer.ip());
         });
+    }
+}
+
+async fn handle(
+    stream: TcpStream,
+    peer: SocketAddr,
+    conn: u64,
+    shared: Arc<Shared>,
+    security: Security,
+) {
+    let tls = match security {
+        Security::Plaintext => None,
+        Security::Tls(tls) => Some(tls),
+        Security::Unified(tls) => {
+            let mut first = [0u8; 1];
+            match stream.peek(&mut first).await {
+                Ok(1) if first[0] == tls::TLS_HANDSHAKE_RECORD_TYPE => Some(tls),
+                Ok(1) => None,
+                _ => return,
+            }
+        }
+    };
+    let metrics = &shared.connection_metrics;
+    match tls {
+        None => {
+            metrics.plaintext_connection(peer.ip());
+            serve(connection::plain(stream), peer, conn, Vec::new(), shared).await;
+        }
+        Some(tls) => {
+            let _ = stream.set_nodelay(true);
+            metrics.handshake_started();
+            let accepted = tls::accept(&tls, stream, peer).await;
+            metrics.handshake_ended(!matches!(accepted, Err(tls::Refused::Handshake)));
+            match accepted {
+                Ok((stream, ids)) => {
+                    serve(connection::tls(stream), peer, conn, ids, shared).await;
+                }
+                Err(tls::Refused::Identity) => metrics.auth_failed(),
+                Err(tls::Refused::Handshake) => {}
+            }
+        }
     }
 }

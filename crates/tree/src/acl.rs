@@ -1,4 +1,4 @@
-//! ACLs: the schemes ZooKeeper ships (world, auth, digest, ip, super), the permission check
+//! ACLs: the schemes ZooKeeper ships (world, auth, digest, ip, x509, super), the permission check
 //! (`ZooKeeperServer.checkACL`), ACL fix-up on create/setACL (`PrepRequestProcessor.fixupACL`)
 //! and the interning cache that lets a million znodes share a handful of ACL lists.
 
@@ -113,7 +113,10 @@ pub fn fixup_acl(acl: &[Acl], auth_ids: &AuthIds) -> Result<Vec<Acl>, ErrorCode>
             "world" if id.id == "anyone" => fixed.push(entry.clone()),
             "auth" => {
                 let mut any = false;
-                for auth in auth_ids.iter().filter(|a| a.scheme == "digest") {
+                // Every identity an authenticating provider proved (ZooKeeper's
+                // `isAuthenticated()`): digest and x509, not ip or super.
+                let proved = |a: &&Id| a.scheme == "digest" || a.scheme == "x509";
+                for auth in auth_ids.iter().filter(proved) {
                     any = true;
                     fixed.push(Acl {
                         perms: entry.perms,
@@ -126,6 +129,9 @@ pub fn fixup_acl(acl: &[Acl], auth_ids: &AuthIds) -> Result<Vec<Acl>, ErrorCode>
             }
             "digest" if valid_digest_id(&id.id) => fixed.push(entry.clone()),
             "ip" if valid_ip_id(&id.id) => fixed.push(entry.clone()),
+            // ZooKeeper's X509AuthenticationProvider takes any name X500Principal parses;
+            // meerkat takes any name (it cannot tell a Java-parsable one from the rest).
+            "x509" => fixed.push(entry.clone()),
             _ => return Err(ErrorCode::InvalidAcl),
         }
     }
@@ -237,6 +243,17 @@ mod tests {
                 id: id("digest", "u:h")
             }]
         );
+        let x509 = id("x509", "CN=c,O=o");
+        let fixed = fixup_acl(&auth, &[id("super", "CN=c,O=o"), x509.clone()]).expect("valid");
+        assert_eq!(
+            fixed,
+            vec![Acl {
+                perms: perms::ALL,
+                id: x509.clone()
+            }]
+        );
+        let named = vec![Acl { perms: 1, id: x509 }];
+        assert_eq!(fixup_acl(&named, &[]), Ok(named.clone()));
         for bad in [
             id("world", "x"),
             id("digest", "nocolon"),

@@ -83,6 +83,7 @@ pub fn connect(conn: ConnId) -> ClientInput {
             passwd: vec![0; 16],
             read_only: None,
         },
+        tls_ids: Vec::new(),
     }
 }
 

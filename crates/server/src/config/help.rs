@@ -52,9 +52,35 @@ znode.container.maxPerMinute=N * 10000          most container and TTL znodes de
 * may also be spelled with a zookeeper. prefix (the Java system property name),
   e.g. zookeeper.snapCount or zookeeper.jute.maxbuffer.
 
+TLS ON THE CLIENT PORT (docs/operators.md)
+secureClientPort=PORT            (none)         a TLS-only client port; without clientPort, the only one
+secureClientPortAddress=IP       0.0.0.0        address of the TLS port
+client.portUnification=BOOL    * false          clientPort takes TLS and plaintext clients alike
+ssl.keyStore.location=FILE     * (none)         the server's key and certificate: .pem, .p12 or .jks
+ssl.keyStore.password=SECRET   * (empty)        also ssl.keyStore.passwordPath=FILE
+ssl.keyStore.type=TYPE         * by extension   PEM, PKCS12 or JKS
+ssl.trustStore.location/password/passwordPath/type
+                               * (none)         certificates that may sign client certificates
+ssl.clientAuth=none|want|need  * need           ask clients for a certificate; need refuses those without
+ssl.protocol=NAME              * TLSv1.3        the protocol when ssl.enabledProtocols is unset
+ssl.enabledProtocols=LIST      * ssl.protocol   TLSv1.2 and/or TLSv1.3
+ssl.ciphersuites=LIST          * all of rustls  Java (IANA) names; CBC suites are not offered
+X509AuthenticationProvider.superUser=DN
+                               * (unset)        a certificate subject that is super
+Changed store files are picked up by the next handshake (client.certReload is implied).
+
+METRICS AND ADMINSERVER (docs/operators.md)
+metricsProvider.className=CLASS  (default)      ...prometheus.PrometheusMetricsProvider serves /metrics
+metricsProvider.httpHost=IP      0.0.0.0        address of the Prometheus endpoint
+metricsProvider.httpPort=PORT    7000           port of the Prometheus endpoint
+admin.enableServer=BOOL        * false          the AdminServer (ZooKeeper 3.9's default is true)
+admin.serverAddress=IP         * 0.0.0.0        its address
+admin.serverPort=PORT          * 8080           its port
+admin.commandURL=PATH          * /commands      its commands' base path
+
 OTHER ZOOKEEPER KEYS
-Other ZooKeeper 3.9 keys (secureClientPort, ssl.*, admin.*, authProvider.*,
-metricsProvider.*, quorum.auth.*, standaloneEnabled, reconfigEnabled, skipACL,
+Other ZooKeeper 3.9 keys (ssl.quorum.*, authProvider.*, quorum.auth.*,
+standaloneEnabled, reconfigEnabled, skipACL,
 ...) are accepted and ignored with a warning; no warning when the value is what
 meerkat does anyway (e.g. standaloneEnabled=true, electionAlg=3). Their values
 are still checked where ZooKeeper checks them (booleans, integers, electionAlg,

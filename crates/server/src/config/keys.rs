@@ -140,8 +140,6 @@ const fn ignored(name: &'static str, check: Check, quiet: Option<&'static str>) 
 /// ZooKeeper 3.9 keys meerkat accepts without implementing them: `QuorumPeerConfig`'s own keys
 /// first, then the documented system-property keys (also accepted with `zookeeper.` prefix).
 pub(super) const IGNORED: &[IgnoredKey] = &[
-    ignored("secureClientPort", Check::Int, None),
-    ignored("secureClientPortAddress", Check::Any, None),
     ignored("observerMasterPort", Check::Int, None),
     ignored("clientPortListenBacklog", Check::Int, None),
     ignored("connectToLearnerMasterLimit", Check::Int, None),
@@ -167,7 +165,6 @@ pub(super) const IGNORED: &[IgnoredKey] = &[
     ignored("jvm.pause.warn-threshold.ms", Check::Long, None),
     ignored("jvm.pause.sleep.time.ms", Check::Long, None),
     ignored("jvm.pause.monitor", Check::Bool, Some("false")),
-    ignored("metricsProvider.className", Check::Any, None),
     ignored("multiAddress.enabled", Check::Bool, Some("false")),
     ignored("multiAddress.reachabilityCheckTimeoutMs", Check::Int, None),
     ignored("multiAddress.reachabilityCheckEnabled", Check::Bool, None),
@@ -203,7 +200,6 @@ pub(super) const IGNORED: &[IgnoredKey] = &[
     ),
     ignored("connection_throttle_local_session_weight", Check::Any, None),
     ignored("connection_throttle_renew_session_weight", Check::Any, None),
-    ignored("serverCnxnFactory", Check::Any, None),
     ignored("flushDelay", Check::Any, None),
     ignored("maxWriteQueuePollTime", Check::Any, None),
     ignored("maxBatchSize", Check::Any, None),
@@ -265,15 +261,11 @@ pub(super) const IGNORED: &[IgnoredKey] = &[
         Check::Any,
         None,
     ),
-    ignored("X509AuthenticationProvider.superUser", Check::Any, None),
     ignored("superUser", Check::Any, None),
     ignored("ensembleAuthName", Check::Any, None),
     ignored("sessionRequireClientSASLAuth", Check::Any, Some("false")),
     ignored("enforce.auth.enabled", Check::Any, Some("false")),
     ignored("enforce.auth.schemes", Check::Any, None),
-    ignored("client.certReload", Check::Any, None),
-    ignored("client.portUnification", Check::Any, Some("false")),
-    ignored("fips-mode", Check::Any, None),
     ignored("readonlymode.enabled", Check::Any, Some("false")),
     ignored(
         "follower.skipLearnerRequestToNextProcessor",
@@ -416,7 +408,7 @@ mod tests {
 
     #[test]
     fn ignored_keys_and_families() {
-        assert!(ignored_for("secureClientPort").is_some());
+        assert!(ignored_for("sslQuorum").is_some());
         assert!(ignored_for("zookeeper.skipACL").is_some());
         assert!(has_ignored_prefix("admin.serverPort"));
         assert!(has_ignored_prefix("zookeeper.ssl.keyStore.location"));

@@ -12,6 +12,7 @@ use super::error::{ConfigError, ConfigWarning, WarningKind};
 use super::keys::{self, Check, IgnoredKey, Setting};
 use super::properties::RawEntry;
 use super::server_line::{ServerLine, ServerRole};
+use super::tls::{Outcome, TlsKeys};
 use super::values::{self, JAVA_INT_MAX, JAVA_LONG_MAX};
 use super::{FourLetterWhitelist, ServerConfig};
 
@@ -40,6 +41,7 @@ struct Reader<'a> {
     /// Explicit session timeout bounds and their lines; `None` means derive from tickTime.
     min_session_timeout: Option<(u32, usize)>,
     max_session_timeout: Option<(u32, usize)>,
+    tls: TlsKeys,
 }
 
 impl<'a> Reader<'a> {
@@ -53,6 +55,7 @@ impl<'a> Reader<'a> {
             first_lines: HashMap::new(),
             min_session_timeout: None,
             max_session_timeout: None,
+            tls: TlsKeys::default(),
         }
     }
 
@@ -63,6 +66,8 @@ impl<'a> Reader<'a> {
         } else if let Some(known) = keys::setting_for(key) {
             self.note_duplicate(known.name, &entry);
             self.read_setting(known.setting, &entry)?;
+        } else if self.read_tls(&entry)? || self.read_metrics(&entry)? {
+            // A TLS or metrics key, read or warned about.
         } else if let Some(reason) = keys::refusal_for(key) {
             return Err(self.rejected(entry.line, key, format!("{key}: {reason}")));
         } else if let Some(ignored) = keys::ignored_for(key) {
@@ -119,6 +124,41 @@ impl<'a> Reader<'a> {
             _ => return,
         };
         self.warn(entry.line, &entry.key, WarningKind::Notice { message });
+    }
+
+    /// Reads a TLS key; false when `entry` is not one.
+    fn read_tls(&mut self, entry: &RawEntry) -> Result<bool, ConfigError> {
+        let outcome = self.tls.read(&entry.key, &entry.value).map_err(|reason| {
+            ConfigError::invalid_value(self.origin, entry.line, &entry.key, &entry.value, reason)
+        })?;
+        match outcome {
+            Outcome::NotMine => return Ok(false),
+            Outcome::Read | Outcome::Ignored { quiet: true } => {}
+            Outcome::Ignored { quiet: false } => {
+                self.warn(entry.line, &entry.key, WarningKind::Unsupported);
+            }
+        }
+        Ok(true)
+    }
+
+    /// Reads a `metricsProvider.*` or `admin.*` key; false when `entry` is not one.
+    fn read_metrics(&mut self, entry: &RawEntry) -> Result<bool, ConfigError> {
+        let metrics = super::metrics::read(&mut self.config.metrics, &entry.key, &entry.value);
+        let read = match metrics {
+            Ok(None) => super::admin::read(&mut self.config.admin, &entry.key, &entry.value),
+            other => other,
+        }
+        .map_err(|reason| {
+            ConfigError::invalid_value(self.origin, entry.line, &entry.key, &entry.value, reason)
+        })?;
+        match read {
+            None => Ok(false),
+            Some(true) => Ok(true),
+            Some(false) => {
+                self.warn(entry.line, &entry.key, WarningKind::Unsupported);
+                Ok(true)
+            }
+        }
     }
 
     fn read_ignored(&mut self, ignored: &IgnoredKey, entry: &RawEntry) -> Result<(), ConfigError> {
@@ -189,7 +229,27 @@ impl<'a> Reader<'a> {
         }
         self.finish_session_timeouts()?;
         self.finish_servers()?;
+        self.finish_tls()?;
         Ok(self.config)
+    }
+
+    /// A TLS listener needs the server's certificate; `secureClientPort` without `clientPort`
+    /// leaves no plaintext port, as in ZooKeeper.
+    fn finish_tls(&mut self) -> Result<(), ConfigError> {
+        let tls = std::mem::take(&mut self.tls).finish();
+        if tls.serves_tls() && tls.key_store.is_none() {
+            return Err(ConfigError::Missing {
+                origin: self.origin.to_string(),
+                key: "ssl.keyStore.location",
+                why: "secureClientPort and client.portUnification serve TLS, which needs the \
+                      server's certificate and private key",
+            });
+        }
+        if tls.secure_client_port.is_some() && !self.first_lines.contains_key("clientPort") {
+            self.config.client_port_open = false;
+        }
+        self.config.tls = tls;
+        Ok(())
     }
 
     fn finish_session_timeouts(&mut self) -> Result<(), ConfigError> {

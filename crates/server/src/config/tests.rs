@@ -512,9 +512,9 @@ fn unknown_keys_warn_with_key_and_line() {
 #[test]
 fn unsupported_zookeeper_keys_warn_unless_meerkat_already_behaves_so() {
     let text = "\
-secureClientPort=2182
+sslQuorum=true
 admin.serverPort=8080
-ssl.keyStore.location=/k.jks
+ssl.quorum.keyStore.location=/k.jks
 authProvider.1=org.apache.zookeeper.server.auth.SASLAuthenticationProvider
 metricsProvider.className=org.apache.zookeeper.metrics.prometheus.PrometheusMetricsProvider
 reconfigEnabled=true
@@ -533,10 +533,10 @@ peerType=participant
         .filter(|w| w.kind == WarningKind::Unsupported)
         .map(|w| w.line)
         .collect();
-    assert_eq!(unsupported, vec![2, 3, 4, 5, 6, 7, 13]);
+    assert_eq!(unsupported, vec![2, 4, 5, 7, 13]);
     assert!(config.warnings[0]
         .to_string()
-        .contains("secureClientPort is a ZooKeeper setting meerkat does not support yet"));
+        .contains("sslQuorum is a ZooKeeper setting meerkat does not support yet"));
     assert_eq!(config.entries.len(), 14);
 }
 
@@ -954,4 +954,86 @@ fn random_characters_never_panic() {
         let _ = ServerLine::parse(1, &text, 1);
         let _ = FourLetterWhitelist::parse(&text);
     }
+}
+
+#[test]
+fn tls_keys_are_read_with_zookeeper_defaults() {
+    let config = parse(&with_data_dir(
+        "secureClientPort=2281\nsecureClientPortAddress=127.0.0.1\n\
+         ssl.keyStore.location=/k.p12\nzookeeper.ssl.keyStore.password=pw\n\
+         ssl.trustStore.location=/t.pem\nssl.trustStore.type=pem\n\
+         ssl.enabledProtocols=TLSv1.2, TLSv1.3\nserverCnxnFactory=org.apache.zookeeper.server.NettyServerCnxnFactory\n",
+    ));
+    assert!(config.warnings.is_empty(), "{:?}", config.warnings);
+    let tls = &config.tls;
+    assert_eq!(
+        config.secure_client_address(),
+        Some("127.0.0.1:2281".parse().expect("address"))
+    );
+    assert!(
+        !config.client_port_open,
+        "secureClientPort alone: no plaintext port"
+    );
+    assert_eq!(tls.client_auth, ClientAuth::Need, "ZooKeeper's default");
+    assert!(tls.hostname_verification);
+    let key_store = tls.key_store.as_ref().expect("key store");
+    assert_eq!(key_store.path, std::path::PathBuf::from("/k.p12"));
+    assert_eq!(key_store.password, "pw");
+    assert_eq!(key_store.store_type, None);
+    let trust_store = tls.trust_store.as_ref().expect("trust store");
+    assert_eq!(trust_store.store_type.as_deref(), Some("PEM"));
+    assert_eq!(trust_store.password, "");
+    assert_eq!(
+        tls.enabled_protocols,
+        Some(vec!["TLSv1.2".to_string(), "TLSv1.3".to_string()])
+    );
+}
+
+#[test]
+fn tls_needs_a_key_store_and_valid_values() {
+    let error = parse_err("dataDir=/d\nsecureClientPort=2281\n");
+    assert!(
+        matches!(
+            error,
+            ConfigError::Missing {
+                key: "ssl.keyStore.location",
+                ..
+            }
+        ),
+        "{error}"
+    );
+    let error = parse_err("dataDir=/d\nclient.portUnification=true\n");
+    assert!(matches!(error, ConfigError::Missing { .. }), "{error}");
+    for (line, key) in [
+        ("ssl.clientAuth=sometimes", "ssl.clientAuth"),
+        ("ssl.keyStore.type=BCFKS", "ssl.keyStore.type"),
+        (
+            "zookeeper.ssl.trustStore.type=XML",
+            "zookeeper.ssl.trustStore.type",
+        ),
+        ("client.portUnification=yes", "client.portUnification"),
+    ] {
+        let error = parse_err(&format!("dataDir=/d\n{line}\n"));
+        assert!(
+            matches!(&error, ConfigError::InvalidValue { key: k, line: 2, .. } if k == key),
+            "{line}: {error}"
+        );
+    }
+}
+
+#[test]
+fn both_client_ports_and_unknown_tls_tuning() {
+    let config = parse(&with_data_dir(
+        "clientPort=2181\nsecureClientPort=2281\nssl.keyStore.location=/k.jks\n\
+         ssl.clientAuth=WANT\nssl.crl=true\nssl.sslProvider=OPENSSL\n",
+    ));
+    assert!(config.client_port_open);
+    assert_eq!(config.tls.client_auth, ClientAuth::Want);
+    let unsupported: Vec<&str> = config
+        .warnings
+        .iter()
+        .filter(|w| w.kind == WarningKind::Unsupported)
+        .map(|w| w.key.as_str())
+        .collect();
+    assert_eq!(unsupported, vec!["ssl.crl"]);
 }

@@ -634,6 +634,7 @@ impl ClusterWorld {
                         conn,
                         peer: std::net::SocketAddr::from(([127, 0, 0, 1], 40_000)),
                         request,
+                        tls_ids: Vec::new(),
                     },
                     Err(e) => return self.fail(format!("undecodable connect request: {e}")),
                 }

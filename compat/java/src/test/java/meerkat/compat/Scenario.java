@@ -73,6 +73,19 @@ final class Scenario {
         return s;
     }
 
+    /**
+     * Opens a session with a client configuration of its own (TLS, the Netty socket) to any
+     * address, without insisting that it connects; see {@link Session#awaitConnected}.
+     */
+    Session open(String label, String connectString, org.apache.zookeeper.client.ZKClientConfig config)
+            throws IOException {
+        LinkedBlockingQueue<String[]> q = new LinkedBlockingQueue<>();
+        ZooKeeper zk = new ZooKeeper(connectString, SESSION_MS, Session.recorder(label + ".default", q), config);
+        Session s = new Session(label, zk, t, q);
+        resources.add(s);
+        return s;
+    }
+
     /** Opens a session without insisting that it connects; see {@link Session#awaitConnected}. */
     Session open(String label) throws IOException {
         LinkedBlockingQueue<String[]> q = new LinkedBlockingQueue<>();

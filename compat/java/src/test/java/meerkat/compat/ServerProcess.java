@@ -25,8 +25,15 @@ final class ServerProcess implements AutoCloseable {
     static final int TICK_MS = 200;
     static final String SUPER_PASSWORD = "super-secret";
 
+    /** An override value that asks for a free port of the server's own (secureClientPort). */
+    static final String OWN_PORT = "<own port>";
+
     final String name;
     final int port;
+    /** The server's secureClientPort, or 0 without one. */
+    int securePort;
+    /** The zoo.cfg overrides as this server got them ({@link #OWN_PORT} values resolved). */
+    Map<String, String> settings = Map.of();
     final Path workDir;
     final Path log;
     private final Process process;
@@ -43,6 +50,10 @@ final class ServerProcess implements AutoCloseable {
         return "127.0.0.1:" + port;
     }
 
+    String secureConnectString() {
+        return "127.0.0.1:" + securePort;
+    }
+
     boolean isAlive() {
         return process.isAlive();
     }
@@ -54,8 +65,9 @@ final class ServerProcess implements AutoCloseable {
     /** Starts Apache ZooKeeper 3.9.3 from this JVM's class path. */
     static ServerProcess startZooKeeper(String name, Map<String, String> overrides) throws IOException {
         int port = FreePorts.next();
+        Map<String, String> own = ownPorts(overrides);
         Path dir = newWorkDir(name);
-        Path cfg = writeZooCfg(dir, port, overrides);
+        Path cfg = writeZooCfg(dir, port, own);
         List<String> cmd = new ArrayList<>();
         cmd.add(Paths.get(System.getProperty("java.home"), "bin", "java").toString());
         cmd.add("-Xmx512m");
@@ -68,7 +80,7 @@ final class ServerProcess implements AutoCloseable {
         cmd.add(System.getProperty("java.class.path"));
         cmd.add("org.apache.zookeeper.server.ZooKeeperServerMain");
         cmd.add(cfg.toString());
-        return launch(name, port, dir, cmd);
+        return launch(name, port, own, dir, cmd);
     }
 
     /** Starts meerkat as `meerkat server zoo.cfg`. */
@@ -79,18 +91,32 @@ final class ServerProcess implements AutoCloseable {
                     + " (build it with `cargo build -p meerkat`)");
         }
         int port = FreePorts.next();
+        Map<String, String> own = ownPorts(overrides);
         Path dir = newWorkDir(name);
-        Path cfg = writeZooCfg(dir, port, overrides);
+        Path cfg = writeZooCfg(dir, port, own);
         List<String> cmd = List.of(bin.toAbsolutePath().toString(), "server", cfg.toString());
-        return launch(name, port, dir, cmd);
+        return launch(name, port, own, dir, cmd);
     }
 
-    private static ServerProcess launch(String name, int port, Path dir, List<String> cmd) throws IOException {
+    /** The overrides with every {@link #OWN_PORT} value replaced by a free port. */
+    private static Map<String, String> ownPorts(Map<String, String> overrides) throws IOException {
+        Map<String, String> own = new LinkedHashMap<>();
+        for (Map.Entry<String, String> e : overrides.entrySet()) {
+            own.put(e.getKey(), OWN_PORT.equals(e.getValue()) ? String.valueOf(FreePorts.next()) : e.getValue());
+        }
+        return own;
+    }
+
+    private static ServerProcess launch(String name, int port, Map<String, String> cfg, Path dir, List<String> cmd)
+            throws IOException {
         Path log = dir.resolve("server.log");
         ProcessBuilder pb = new ProcessBuilder(cmd).directory(dir.toFile()).redirectErrorStream(true)
                 .redirectOutput(log.toFile());
         Process p = pb.start();
         ServerProcess sp = new ServerProcess(name, port, dir, log, p);
+        sp.settings = cfg;
+        String secure = cfg.get("secureClientPort");
+        sp.securePort = secure == null ? 0 : Integer.parseInt(secure);
         try {
             sp.awaitReady();
         } catch (IOException | RuntimeException e) {

@@ -1,0 +1,119 @@
+//! A small HTTP/1.1 server (hyper) for the Prometheus endpoint and the AdminServer: GET and
+//! HEAD only, a bounded number of connections, a bounded time to send the request head.
+
+use crate::limits::{HTTP_CONNECTIONS_MAX, HTTP_HEADER_READ_TIMEOUT};
+use http_body_util::Full;
+use hyper::body::Bytes;
+use hyper::{Method, StatusCode};
+use std::future::Future;
+use std::net::SocketAddr;
+use std::sync::Arc;
+use tokio::net::TcpListener;
+use tokio::sync::Semaphore;
+
+/// An answer: status, content type, body.
+pub struct Reply {
+    pub status: StatusCode,
+    pub content_type: &'static str,
+    pub body: String,
+}
+
+impl Reply {
+    pub fn new(status: StatusCode, content_type: &'static str, body: String) -> Self {
+        Self {
+            status,
+            content_type,
+            body,
+        }
+    }
+
+    pub fn not_found() -> Self {
+        Self::new(
+            StatusCode::NOT_FOUND,
+            "text/plain; charset=utf-8",
+            "not found\n".into(),
+        )
+    }
+}
+
+/// Serves `handler(path, query)` for GET and HEAD until the task is aborted.
+pub async fn serve<H, F>(listener: TcpListener, what: &'static str, handler: H)
+where
+    H: Fn(String, Option<String>) -> F + Send + Sync + 'static,
+    F: Future<Output = Reply> + Send + 'static,
+{
+    let handler = Arc::new(handler);
+    let permits = Arc::new(Semaphore::new(HTTP_CONNECTIONS_MAX));
+    loop {
+        let Ok(permit) = permits.clone().acquire_owned().await else {
+            return;
+        };
+        let (stream, peer) = match listener.accept().await {
+            Ok(accepted) => accepted,
+            Err(e) => {
+                tracing::warn!(what, error = %e, "accept failed");
+                tokio::time::sleep(std::time::Duration::from_millis(50)).await;
+                continue;
+            }
+        };
+        let handler = handler.clone();
+        tokio::spawn(async move {
+            let service = hyper::service::service_fn(
+                move |request: hyper::Request<hyper::body::Incoming>| {
+                    let handler = handler.clone();
+                    async move { Ok::<_, std::convert::Infallible>(answer(&*handler, request).await) }
+                },
+            );
+            let connection = hyper::server::conn::http1::Builder::new()
+                .timer(hyper_util::rt::TokioTimer::new())
+                .header_read_timeout(HTTP_HEADER_READ_TIMEOUT)
+                .serve_connection(hyper_util::rt::TokioIo::new(stream), service);
+            if let Err(e) = connection.await {
+                tracing::debug!(what, %peer, error = %e, "HTTP connection ended");
+            }
+            drop(permit);
+        });
+    }
+}
+
+async fn answer<H, F>(
+    handler: &H,
+    request: hyper::Request<hyper::body::Incoming>,
+) -> hyper::Response<Full<Bytes>>
+where
+    H: Fn(String, Option<String>) -> F,
+    F: Future<Output = Reply>,
+{
+    let reply = if request.method() == Method::GET || request.method() == Method::HEAD {
+        let uri = request.uri();
+        handler(uri.path().to_string(), uri.query().map(String::from)).await
+    } else {
+        // ZooKeeper's Jetty refuses TRACE and its servlets answer GET (and POST for a few
+        // admin commands meerkat does not have).
+        Reply::new(
+            StatusCode::METHOD_NOT_ALLOWED,
+            "text/plain; charset=utf-8",
+            "method not allowed\n".into(),
+        )
+    };
+    let body = if request.method() == Method::HEAD {
+        Bytes::new()
+    } else {
+        Bytes::from(reply.body)
+    };
+    let mut response = hyper::Response::new(Full::new(body));
+    *response.status_mut() = reply.status;
+    if let Ok(value) = hyper::header::HeaderValue::from_str(reply.content_type) {
+        response
+            .headers_mut()
+            .insert(hyper::header::CONTENT_TYPE, value);
+    }
+    response
+}
+
+/// Binds an HTTP listener, naming what it is for in the error.
+pub async fn bind(address: SocketAddr) -> std::io::Result<(TcpListener, SocketAddr)> {
+    let listener = TcpListener::bind(address).await?;
+    let local = listener.local_addr()?;
+    Ok((listener, local))
+}

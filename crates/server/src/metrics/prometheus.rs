@@ -1,0 +1,138 @@
+//! `mntr`'s figures in the Prometheus text format (0.0.4) as ZooKeeper's
+//! `PrometheusMetricsProvider` writes it with its Java client (simpleclient 0.9): ZooKeeper's
+//! metric names without the `zk_` of `mntr`, `# HELP` equal to the name, `# TYPE` as ZooKeeper
+//! registers the metric (gauge, counter or summary), values printed as Java doubles.
+//!
+//! Summaries: ZooKeeper's have a `quantile="0.5"` sample (and 0.9 and 0.99 for its "advanced"
+//! ones), `_count` and `_sum`. meerkat keeps a count and a sum for `fsynctime` and
+//! `snapshottime` but no distribution, so the quantile samples are `NaN`, which is also what
+//! ZooKeeper shows for a summary with no recent observation. `startup_txns_loaded` and
+//! `startup_snap_load_time` are one observation each, as in ZooKeeper.
+//!
+//! No maintained Rust metrics crate writes summaries in this format (prometheus-client writes
+//! OpenMetrics without summaries, `prometheus` has none), so the few lines are written here.
+
+use std::collections::BTreeMap;
+use std::fmt::Write as _;
+
+/// Metrics ZooKeeper registers as summaries, from `mntr`'s avg/min/max/cnt/sum lines.
+const SUMMARIES: &[&str] = &["fsynctime", "snapshottime"];
+
+/// Single observations ZooKeeper reports as summaries.
+const ONE_OBSERVATION_SUMMARIES: &[&str] = &["startup_txns_loaded", "startup_snap_load_time"];
+
+/// meerkat's own cumulative figures (no ZooKeeper counterpart): counters.
+const COUNTERS: &[&str] = &[
+    "election_count",
+    "full_house_elections",
+    "digest_checks",
+    "forwarded_requests",
+    "meerkat_log_records",
+    "meerkat_log_groups",
+    "unsuccessful_handshake",
+];
+
+/// Text lines of `mntr` that are not numbers (version, state, durability mode).
+fn number(value: &str) -> Option<f64> {
+    value.trim().parse::<f64>().ok()
+}
+
+/// A Java `Double.toString`-like rendering: `5.0`, `0.25`, `NaN`.
+fn java_double(v: f64) -> String {
+    if v.is_nan() {
+        "NaN".into()
+    } else if v.is_infinite() {
+        if v > 0.0 { "+Inf" } else { "-Inf" }.into()
+    } else {
+        format!("{v:?}")
+    }
+}
+
+fn header(out: &mut String, name: &str, kind: &str) {
+    let _ = writeln!(out, "# HELP {name} {name}");
+    let _ = writeln!(out, "# TYPE {name} {kind}");
+}
+
+/// Renders `mntr` output (`zk_<key>\t<value>` lines) as a Prometheus exposition.
+pub fn render(mntr: &str) -> String {
+    let values: BTreeMap<&str, &str> = mntr
+        .lines()
+        .filter_map(|line| line.split_once('\t'))
+        .filter_map(|(k, v)| Some((k.strip_prefix("zk_")?, v)))
+        .collect();
+    let mut out = String::with_capacity(8192);
+    for name in SUMMARIES {
+        let (Some(count), Some(sum)) = (
+            values
+                .get(format!("cnt_{name}").as_str())
+                .and_then(|v| number(v)),
+            values
+                .get(format!("sum_{name}").as_str())
+                .and_then(|v| number(v)),
+        ) else {
+            continue;
+        };
+        summary(&mut out, name, f64::NAN, count, sum);
+    }
+    for name in ONE_OBSERVATION_SUMMARIES {
+        if let Some(v) = values.get(name).and_then(|v| number(v)) {
+            summary(&mut out, name, v, 1.0, v);
+        }
+    }
+    let summarised = |key: &str| {
+        ["avg_", "min_", "max_", "cnt_", "sum_"].iter().any(|p| {
+            key.strip_prefix(p)
+                .is_some_and(|rest| SUMMARIES.contains(&rest))
+        }) || ONE_OBSERVATION_SUMMARIES.contains(&key)
+    };
+    for (key, value) in &values {
+        let Some(v) = number(value) else { continue };
+        if summarised(key) {
+            continue;
+        }
+        let kind = if COUNTERS.contains(key) {
+            "counter"
+        } else {
+            "gauge"
+        };
+        header(&mut out, key, kind);
+        let _ = writeln!(out, "{key} {}", java_double(v));
+    }
+    out
+}
+
+fn summary(out: &mut String, name: &str, median: f64, count: f64, sum: f64) {
+    header(out, name, "summary");
+    let _ = writeln!(out, "{name}{{quantile=\"0.5\",}} {}", java_double(median));
+    let _ = writeln!(out, "{name}_count {}", java_double(count));
+    let _ = writeln!(out, "{name}_sum {}", java_double(sum));
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn gauges_counters_and_summaries_with_zookeeper_names() {
+        let mntr = "zk_version\t3.9.3-meerkat\nzk_server_state\tstandalone\nzk_znode_count\t5\n\
+                    zk_avg_latency\t0.2500\nzk_avg_fsynctime\t2.0\nzk_cnt_fsynctime\t4\n\
+                    zk_sum_fsynctime\t8\nzk_max_fsynctime\t3\nzk_startup_txns_loaded\t12\n\
+                    zk_digest_checks\t7\n";
+        let text = render(mntr);
+        assert!(
+            text.contains("# TYPE znode_count gauge\nznode_count 5.0\n"),
+            "{text}"
+        );
+        assert!(text.contains("avg_latency 0.25\n"), "{text}");
+        assert!(text.contains(
+            "# TYPE fsynctime summary\nfsynctime{quantile=\"0.5\",} NaN\nfsynctime_count 4.0\nfsynctime_sum 8.0\n"
+        ), "{text}");
+        assert!(text.contains("startup_txns_loaded_count 1.0\nstartup_txns_loaded_sum 12.0\n"));
+        assert!(text.contains("# TYPE digest_checks counter\ndigest_checks 7.0\n"));
+        assert!(
+            !text.contains("avg_fsynctime")
+                && !text.contains("version")
+                && !text.contains("server_state")
+        );
+    }
+}

@@ -1,0 +1,249 @@
+//! The client port's TLS configuration, rebuilt when its store files change.
+//!
+//! ZooKeeper 3.9's Netty factory builds a fresh SSL context from the store files for every
+//! connection it accepts (`NettyServerCnxnFactory.initSSL`), so a key or trust store replaced on
+//! disk takes effect for the next client. meerkat does the same more cheaply: before each
+//! handshake it compares the files' size, modification time and inode with those of the
+//! loaded ones and reloads only when they differ. A store that no longer loads (half written,
+//! wrong password) leaves the previous configuration in force and is reported once per change.
+
+use super::store::{load_key_store, load_trust_store, StoreError};
+use crate::config::{ClientAuth, StoreLocation, TlsSettings};
+use rustls::crypto::CryptoProvider;
+use rustls::server::WebPkiClientVerifier;
+use rustls::RootCertStore;
+use std::path::PathBuf;
+use std::sync::{Arc, Mutex};
+use std::time::SystemTime;
+
+/// Why TLS could not be set up.
+#[derive(Debug, thiserror::Error)]
+pub enum TlsError {
+    #[error("ssl.keyStore: {0}")]
+    KeyStore(StoreError),
+    #[error("ssl.trustStore: {0}")]
+    TrustStore(StoreError),
+    #[error("ssl.clientAuth={0:?} needs ssl.trustStore.location to check client certificates")]
+    NoTrustStore(ClientAuth),
+    #[error("ssl.enabledProtocols / ssl.protocol: none of {0:?} is a protocol meerkat offers (TLSv1.2, TLSv1.3)")]
+    NoProtocol(Vec<String>),
+    #[error("ssl.ciphersuites: none of {0:?} is a suite meerkat offers")]
+    NoCipherSuite(Vec<String>),
+    #[error("the trust store's certificates cannot check clients: {0}")]
+    Verifier(String),
+    #[error("the key store's certificate and key do not make a TLS identity: {0}")]
+    Identity(String),
+}
+
+/// ZooKeeper's default protocol on a Java 11+ runtime (`X509Util.DEFAULT_PROTOCOL`).
+const DEFAULT_PROTOCOL: &str = "TLSv1.3";
+
+/// Size, modification time and inode of a store file: a change means "reload".
+#[derive(Debug, Clone, PartialEq, Eq)]
+struct Stamp {
+    len: u64,
+    modified: Option<SystemTime>,
+    inode: u64,
+}
+
+fn stamp(path: &PathBuf) -> Option<Stamp> {
+    let meta = std::fs::metadata(path).ok()?;
+    #[cfg(unix)]
+    let inode = std::os::unix::fs::MetadataExt::ino(&meta);
+    #[cfg(not(unix))]
+    let inode = 0;
+    Some(Stamp {
+        len: meta.len(),
+        modified: meta.modified().ok(),
+        inode,
+    })
+}
+
+struct Loaded {
+    config: Arc<rustls::ServerConfig>,
+    /// The stamps the loaded (or last failed) files had.
+    stamps: Vec<Option<Stamp>>,
+}
+
+/// The server side of TLS on the client port.
+pub struct ServerTls {
+    settings: TlsSettings,
+    loaded: Mutex<Loaded>,
+}
+
+impl std::fmt::Debug for ServerTls {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("ServerTls")
+            .field("client_auth", &self.settings.client_auth)
+            .finish_non_exhaustive()
+    }
+}
+
+impl ServerTls {
+    /// Loads the stores and checks every setting.
+    pub fn new(settings: &TlsSettings) -> Result<Self, TlsError> {
+        let stamps = Self::stamps_of(settings);
+        let config = build(settings)?;
+        Ok(Self {
+            settings: settings.clone(),
+            loaded: Mutex::new(Loaded { config, stamps }),
+        })
+    }
+
+    fn files(settings: &TlsSettings) -> impl Iterator<Item = &StoreLocation> {
+        settings.key_store.iter().chain(settings.trust_store.iter())
+    }
+
+    fn stamps_of(settings: &TlsSettings) -> Vec<Option<Stamp>> {
+        Self::files(settings).map(|s| stamp(&s.path)).collect()
+    }
+
+    /// The configuration for the next handshake, reloaded first if a store file changed.
+    pub fn config(&self) -> Arc<rustls::ServerConfig> {
+        let mut loaded = self.loaded.lock().unwrap_or_else(|p| p.into_inner());
+        let now = Self::stamps_of(&self.settings);
+        if now != loaded.stamps {
+            loaded.stamps = now;
+            match build(&self.settings) {
+                Ok(config) => {
+                    tracing::info!("TLS key or trust store changed on disk: reloaded");
+                    loaded.config = config;
+                }
+                Err(e) => tracing::error!(
+                    error = %e,
+                    "TLS key or trust store changed on disk but cannot be loaded; keeping the previous one"
+                ),
+            }
+        }
+        loaded.config.clone()
+    }
+
+    pub fn client_auth(&self) -> ClientAuth {
+        self.settings.client_auth
+    }
+
+    pub fn x509_super_user(&self) -> Option<&str> {
+        self.settings.x509_super_user.as_deref()
+    }
+}
+
+/// The protocol versions `ssl.enabledProtocols` (else `ssl.protocol`) allow.
+pub(crate) fn protocol_versions(
+    settings: &TlsSettings,
+) -> Result<Vec<&'static rustls::SupportedProtocolVersion>, TlsError> {
+    let names = settings.enabled_protocols.clone().unwrap_or_else(|| {
+        vec![settings
+            .protocol
+            .clone()
+            .unwrap_or_else(|| DEFAULT_PROTOCOL.to_string())]
+    });
+    let mut versions = Vec::new();
+    for name in &names {
+        let version = match name.as_str() {
+            "TLSv1.3" => &rustls::version::TLS13,
+            "TLSv1.2" => &rustls::version::TLS12,
+            // Java's "TLS" means "the newest": 1.3 and 1.2.
+            "TLS" => {
+                versions.push(&rustls::version::TLS12);
+                &rustls::version::TLS13
+            }
+            other => {
+                tracing::warn!(
+                    protocol = other,
+                    "TLS protocol not offered (rustls speaks TLSv1.2 and TLSv1.3 only); skipped"
+                );
+                continue;
+            }
+        };
+        if !versions.contains(&version) {
+            versions.push(version);
+        }
+    }
+    if versions.is_empty() {
+        return Err(TlsError::NoProtocol(names));
+    }
+    Ok(versions)
+}
+
+/// rustls's ring provider, its cipher suites cut down to `ssl.ciphersuites` when set. Java
+/// names TLS 1.3 suites `TLS_AES_128_GCM_SHA256`; rustls `TLS13_AES_128_GCM_SHA256`.
+pub(crate) fn provider(settings: &TlsSettings) -> Result<Arc<CryptoProvider>, TlsError> {
+    let mut provider = rustls::crypto::ring::default_provider();
+    if let Some(wanted) = &settings.cipher_suites {
+        let name_of = |suite: &rustls::SupportedCipherSuite| format!("{:?}", suite.suite());
+        let mut chosen = Vec::new();
+        for java_name in wanted {
+            let tls13_name = java_name.replacen("TLS_", "TLS13_", 1);
+            let found = provider
+                .cipher_suites
+                .iter()
+                .find(|s| name_of(s) == *java_name || name_of(s) == tls13_name);
+            match found {
+                Some(suite) => chosen.push(*suite),
+                None => tracing::warn!(
+                    suite = %java_name,
+                    "cipher suite not offered by rustls (CBC and non-ECDHE suites are not); skipped"
+                ),
+            }
+        }
+        if chosen.is_empty() {
+            return Err(TlsError::NoCipherSuite(wanted.clone()));
+        }
+        provider.cipher_suites = chosen;
+    }
+    Ok(Arc::new(provider))
+}
+
+/// Roots from the trust store.
+pub(crate) fn roots(location: &StoreLocation) -> Result<RootCertStore, TlsError> {
+    let anchors = load_trust_store(location).map_err(TlsError::TrustStore)?;
+    let mut roots = RootCertStore::empty();
+    let (_, ignored) = roots.add_parsable_certificates(anchors);
+    if ignored > 0 {
+        tracing::warn!(
+            path = %location.path.display(),
+            ignored,
+            "trust store certificates that cannot anchor trust were skipped"
+        );
+    }
+    Ok(roots)
+}
+
+fn build(settings: &TlsSettings) -> Result<Arc<rustls::ServerConfig>, TlsError> {
+    let Some(key_location) = &settings.key_store else {
+        return Err(TlsError::KeyStore(StoreError::Missing {
+            path: PathBuf::new(),
+            what: "ssl.keyStore.location is not set",
+        }));
+    };
+    let material = load_key_store(key_location).map_err(TlsError::KeyStore)?;
+    let provider = provider(settings)?;
+    let versions = protocol_versions(settings)?;
+    let builder = rustls::ServerConfig::builder_with_provider(provider.clone())
+        .with_protocol_versions(&versions)
+        .map_err(|e| TlsError::NoProtocol(vec![e.to_string()]))?;
+    let builder = match settings.client_auth {
+        ClientAuth::None => builder.with_no_client_auth(),
+        auth => {
+            let trust = settings
+                .trust_store
+                .as_ref()
+                .ok_or(TlsError::NoTrustStore(auth))?;
+            let verifier =
+                WebPkiClientVerifier::builder_with_provider(Arc::new(roots(trust)?), provider);
+            let verifier = if auth == ClientAuth::Want {
+                verifier.allow_unauthenticated()
+            } else {
+                verifier
+            };
+            let verifier = verifier
+                .build()
+                .map_err(|e| TlsError::Verifier(e.to_string()))?;
+            builder.with_client_cert_verifier(verifier)
+        }
+    };
+    let config = builder
+        .with_single_cert(material.chain, material.key)
+        .map_err(|e| TlsError::Identity(e.to_string()))?;
+    Ok(Arc::new(config))
+}
