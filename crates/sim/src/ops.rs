@@ -14,6 +14,11 @@ pub enum ClientOp {
         key: usize,
         value: Vec<u8>,
     },
+    /// An ephemeral znode: it goes when the creating session ends (closed or expired).
+    CreateEphemeral {
+        key: usize,
+        value: Vec<u8>,
+    },
     /// setData; `version` -1 is unconditional.
     Set {
         key: usize,
@@ -28,6 +33,8 @@ pub enum ClientOp {
     },
     /// meerkat's sync: a no-op through Zab, so a read after it is linearizable.
     Sync,
+    /// The client ends its session (its ephemerals go with it).
+    CloseSession,
 }
 
 impl ClientOp {

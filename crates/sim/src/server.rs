@@ -177,15 +177,17 @@ fn open_acl() -> Vec<Acl> {
 /// The ZooKeeper request for a client write.
 pub fn to_request(op: &ClientOp) -> Option<Request> {
     Some(match op {
-        ClientOp::Create { key, value } => Request::Create {
-            op: OpCode::Create,
-            req: CreateRequest {
-                path: KEYS[*key].into(),
-                data: Some(value.clone()),
-                acl: open_acl(),
-                flags: 0,
-            },
-        },
+        ClientOp::Create { key, value } | ClientOp::CreateEphemeral { key, value } => {
+            Request::Create {
+                op: OpCode::Create,
+                req: CreateRequest {
+                    path: KEYS[*key].into(),
+                    data: Some(value.clone()),
+                    acl: open_acl(),
+                    flags: 0,
+                },
+            }
+        }
         ClientOp::Set {
             key,
             value,
@@ -199,6 +201,7 @@ pub fn to_request(op: &ClientOp) -> Option<Request> {
             path: KEYS[*key].into(),
             version: -1,
         }),
+        ClientOp::CloseSession => Request::CloseSession,
         ClientOp::Get { .. } | ClientOp::Sync => return None,
     })
 }

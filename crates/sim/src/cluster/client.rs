@@ -51,6 +51,10 @@ pub struct Client {
     /// Latest scheduled arrival on each direction of the connection, to keep it FIFO.
     pub last_request_at: Millis,
     pub last_reply_at: Millis,
+    /// The client stays away until then (long enough for its session to expire).
+    pub quiet_until: Millis,
+    /// It went away on purpose: its session may have expired meanwhile.
+    pub may_have_expired: bool,
     /// Data watches this connection set (a getData with watch), by key: the zxid the read
     /// saw. Each fires at the first change to its key after that.
     pub watches: std::collections::BTreeMap<usize, Zxid>,
@@ -72,6 +76,8 @@ impl Client {
             last_request_at: 0,
             last_reply_at: 0,
             watches: Default::default(),
+            quiet_until: 0,
+            may_have_expired: false,
         }
     }
 
@@ -126,6 +132,15 @@ pub fn request_of(op: &ClientOp) -> Request {
                 flags: 0,
             },
         },
+        ClientOp::CreateEphemeral { key, value } => Request::Create {
+            op: OpCode::Create,
+            req: CreateRequest {
+                path: KEYS[*key].into(),
+                data: Some(value.clone()),
+                acl: open_acl(),
+                flags: 1,
+            },
+        },
         ClientOp::Set {
             key,
             value,
@@ -144,6 +159,7 @@ pub fn request_of(op: &ClientOp) -> Request {
             watch: true,
         }),
         ClientOp::Sync => Request::Sync(proto::PathRecord { path: "/".into() }),
+        ClientOp::CloseSession => Request::CloseSession,
     }
 }
 

@@ -696,7 +696,16 @@ impl ClusterWorld {
                 .push((self.now, waiting.unwrap_or(usize::MAX)));
             self.client_hang_up(ci);
         }
-        if !self.workload_on {
+        if !self.workload_on || self.now < self.clients[ci].quiet_until {
+            return;
+        }
+        if self.nemesis_on && self.rng.below(1000) < 2 {
+            // The client goes away without a word for longer than its session lives: the
+            // leader must expire the session and remove its ephemerals.
+            self.client_hang_up(ci);
+            let away = client::SESSION_TIMEOUT_MS as Millis * 3 / 2;
+            self.clients[ci].quiet_until = self.now + away;
+            self.clients[ci].may_have_expired = true;
             return;
         }
         match self.clients[ci].phase {
@@ -735,7 +744,11 @@ impl ClusterWorld {
         let roll = self.rng.below(100);
         let c = &mut self.clients[ci];
         let op = match roll {
-            0..=14 => ClientOp::Create {
+            0..=9 => ClientOp::Create {
+                key,
+                value: c.unique_value(),
+            },
+            10..=14 => ClientOp::CreateEphemeral {
                 key,
                 value: c.unique_value(),
             },
@@ -749,7 +762,9 @@ impl ClusterWorld {
                 value: c.unique_value(),
                 version: c.known_version[key],
             },
-            50..=59 => ClientOp::Delete { key },
+            50..=58 => ClientOp::Delete { key },
+            59 if self.nemesis_on => ClientOp::CloseSession,
+            59 => ClientOp::Delete { key },
             60..=79 => ClientOp::Get { key },
             _ => ClientOp::Sync,
         };
@@ -803,7 +818,9 @@ impl ClusterWorld {
             match client::decode_connect_response(&frame) {
                 Ok(response) if response.session_id == 0 => {
                     // Expired (or lost with a diskless ensemble): start over with a new one.
-                    self.expiries.push(self.now);
+                    if !std::mem::take(&mut self.clients[ci].may_have_expired) {
+                        self.expiries.push(self.now);
+                    }
                     let c = &mut self.clients[ci];
                     c.session = None;
                     c.last_zxid = 0;
@@ -811,6 +828,7 @@ impl ClusterWorld {
                 }
                 Ok(response) => {
                     let c = &mut self.clients[ci];
+                    c.may_have_expired = false;
                     c.session = Some((response.session_id, response.passwd));
                     c.phase = Phase::Connected;
                 }
@@ -860,9 +878,17 @@ impl ClusterWorld {
                 self.clients[ci].watches.insert(*key, *zxid);
             }
         }
+        let closed = matches!(self.history[record].op, ClientOp::CloseSession) && header.err == 0;
         let rec = &mut self.history[record];
         rec.completed_at = Some(self.now);
         rec.result = Some(result);
+        if closed {
+            // The session is over; the next connection starts a new one.
+            let c = &mut self.clients[ci];
+            c.session = None;
+            c.last_zxid = 0;
+            self.client_hang_up(ci);
+        }
     }
 
     /// DESIGN.md §1 guarantee 3: a client sees a watch event before any reply that reflects
