@@ -798,6 +798,9 @@ impl<S: Store> Replica<S> {
             };
             notifications.extend(fired.into_iter().filter(may_read));
         }
+        // By connection, in one order every run (each connection's own events keep theirs):
+        // the watch tables are hash maps, and the simulator replays from a seed.
+        notifications.sort_by_key(|n| n.conn);
         for n in notifications {
             let event = WatcherEvent {
                 event_type: n.event as i32,

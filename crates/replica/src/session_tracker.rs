@@ -1,13 +1,15 @@
 //! Sessions' expiry (`SessionTrackerImpl`, `ExpiryQueue`): each session expires at a time rounded
 //! up to the next multiple of tickTime, so one timer pass per tick finds every due session.
 
-use std::collections::{BTreeMap, HashMap, HashSet};
+use std::collections::{BTreeMap, BTreeSet, HashMap};
 
 #[derive(Debug)]
 pub struct SessionTracker {
     tick_ms: u64,
     /// Expiry time (ms on the server's monotonic clock) → sessions due then.
-    buckets: BTreeMap<u64, HashSet<i64>>,
+    /// Ordered sets, so that expiry happens in the same order in every run (the simulator's
+    /// replays depend on it).
+    buckets: BTreeMap<u64, BTreeSet<i64>>,
     expiry_of: HashMap<i64, u64>,
     timeout_of: HashMap<i64, u32>,
     next_session_id: i64,
@@ -93,16 +95,23 @@ impl SessionTracker {
     pub fn take_expired(&mut self, now_ms: u64, max: usize) -> Vec<i64> {
         let mut expired = Vec::new();
         while expired.len() < max {
-            let Some((&at, _)) = self.buckets.first_key_value() else {
+            let Some(mut entry) = self.buckets.first_entry() else {
                 break;
             };
-            if at > now_ms {
+            if *entry.key() > now_ms {
                 break;
             }
-            let Some(set) = self.buckets.remove(&at) else {
-                break;
-            };
-            expired.extend(set);
+            let set = entry.get_mut();
+            // At most `max`: the rest of the bucket stays due for the next pass.
+            while expired.len() < max {
+                let Some(id) = set.pop_first() else {
+                    break;
+                };
+                expired.push(id);
+            }
+            if set.is_empty() {
+                entry.remove();
+            }
         }
         for id in &expired {
             self.timeout_of.remove(id);
@@ -112,7 +121,7 @@ impl SessionTracker {
     }
 
     /// Sessions grouped by expiry time, for the `dump` four-letter word.
-    pub fn buckets(&self) -> impl Iterator<Item = (&u64, &HashSet<i64>)> {
+    pub fn buckets(&self) -> impl Iterator<Item = (&u64, &BTreeSet<i64>)> {
         self.buckets.iter()
     }
 
@@ -139,6 +148,22 @@ mod tests {
         assert!(t.take_expired(1300, 10).is_empty());
         assert_eq!(t.take_expired(1500, 10), vec![s]);
         assert!(!t.touch(s, 1600), "an expired session is gone");
+    }
+
+    #[test]
+    fn at_most_max_expire_at_once_in_id_order_and_the_rest_stay_due() {
+        let mut t = SessionTracker::new(100, 0, 1);
+        for id in [9, 3, 7, 5] {
+            t.add(id, 200, 0);
+        }
+        assert_eq!(t.take_expired(300, 3), vec![3, 5, 7]);
+        assert_eq!(t.take_expired(300, 0), Vec::<i64>::new());
+        assert_eq!(
+            t.take_expired(300, 10),
+            vec![9],
+            "the one left over is still due"
+        );
+        assert!(t.is_empty());
     }
 
     #[test]

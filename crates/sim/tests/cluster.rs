@@ -35,10 +35,28 @@ fn seeded_runs_of_the_replica_keep_every_guarantee() {
 
 #[test]
 fn a_run_replays_exactly_from_its_seed() {
-    let a = run_cluster(ClusterOptions::from_seed(7, None, false));
-    let b = run_cluster(ClusterOptions::from_seed(7, None, false));
-    assert_eq!(
-        (a.events, a.committed, a.ops, a.answered, a.failures),
-        (b.events, b.committed, b.ops, b.answered, b.failures)
-    );
+    // Seeds with a tight pipeline (refusals) and with expiring sessions among them.
+    for seed in [7, 9, 41] {
+        let a = run_cluster(ClusterOptions::from_seed(seed, None, false));
+        let b = run_cluster(ClusterOptions::from_seed(seed, None, false));
+        assert_eq!(
+            (
+                a.events,
+                a.committed,
+                a.ops,
+                a.answered,
+                a.sessions_expired,
+                a.failures
+            ),
+            (
+                b.events,
+                b.committed,
+                b.ops,
+                b.answered,
+                b.sessions_expired,
+                b.failures
+            ),
+            "seed {seed}"
+        );
+    }
 }

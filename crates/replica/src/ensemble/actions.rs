@@ -424,7 +424,9 @@ impl<S: Store> Replica<S> {
                 role = ensemble.role_name(),
                 "stopped serving clients until a leader is established; closing client connections"
             );
-            let conns: Vec<_> = self.conns.keys().copied().collect();
+            let mut conns: Vec<_> = self.conns.keys().copied().collect();
+            // In one order every run: the simulator replays from a seed.
+            conns.sort_unstable();
             for conn in conns {
                 self.close_conn(conn);
             }

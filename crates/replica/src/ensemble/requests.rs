@@ -277,6 +277,12 @@ impl<S: Store> Replica<S> {
                     backlog,
                     "leader backlog full: the session's end waits for the next expiry check"
                 );
+                // Due again at once: the next check that finds room ends it.
+                if let Some(&timeout) = self.tree.sessions().get(&session_id) {
+                    let timeout_ms = timeout.max(0) as u32;
+                    let due = self.now_ms().saturating_sub(u64::from(timeout_ms));
+                    self.sessions.add(session_id, timeout_ms, due);
+                }
                 return;
             }
             Work::DeleteContainer { path } => {
@@ -622,7 +628,8 @@ impl<S: Store> Replica<S> {
         };
         if let Some(leader) = ensemble.remote_leader().filter(|_| ensemble.serving) {
             if !ensemble.touched.is_empty() {
-                let sessions: Vec<i64> = ensemble.touched.drain().collect();
+                let mut sessions: Vec<i64> = ensemble.touched.drain().collect();
+                sessions.sort_unstable();
                 send(
                     ensemble,
                     leader,
