@@ -355,6 +355,7 @@ mod tests {
                 zxid: Zxid::new(1, 2),
                 code: 0,
                 version: Some(1),
+                path: None,
             },
         )
     }
@@ -398,6 +399,7 @@ mod tests {
             zxid: Zxid::new(1, 3),
             code: 0,
             version: Some(1),
+            path: None,
         });
         let f = check_history(&[lost], &CommitTree::line(&committed()));
         assert!(f.iter().any(|m| m.contains("lost write")), "{f:?}");

@@ -19,6 +19,10 @@ pub enum ClientOp {
         key: usize,
         value: Vec<u8>,
     },
+    /// A persistent sequential znode under `/` (`/n` and ten digits of the root's counter).
+    CreateSequential {
+        value: Vec<u8>,
+    },
     /// setData; `version` -1 is unconditional.
     Set {
         key: usize,
@@ -54,6 +58,8 @@ pub enum OpResult {
         zxid: Zxid,
         code: i32,
         version: Option<i32>,
+        /// A create's path as the server named it (a sequential create's number included).
+        path: Option<String>,
     },
     /// A read of the server's state after `zxid`.
     Read { zxid: Zxid, value: NodeValue },

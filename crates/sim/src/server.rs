@@ -177,6 +177,15 @@ fn open_acl() -> Vec<Acl> {
 /// The ZooKeeper request for a client write.
 pub fn to_request(op: &ClientOp) -> Option<Request> {
     Some(match op {
+        ClientOp::CreateSequential { value } => Request::Create {
+            op: OpCode::Create,
+            req: CreateRequest {
+                path: "/n".into(),
+                data: Some(value.clone()),
+                acl: open_acl(),
+                flags: 2,
+            },
+        },
         ClientOp::Create { key, value } | ClientOp::CreateEphemeral { key, value } => {
             Request::Create {
                 op: OpCode::Create,
@@ -240,15 +249,17 @@ pub fn prepare(
 
 /// What a client is told about its write, from the outcome of applying it.
 pub fn write_result(zxid: Zxid, outcome: &TxnOutcome) -> OpResult {
-    let (code, version) = match outcome {
-        TxnOutcome::Updated(stat) => (0, Some(stat.version)),
-        TxnOutcome::Error(code) => (code.code(), None),
-        _ => (0, None),
+    let (code, version, path) = match outcome {
+        TxnOutcome::Updated(stat) => (0, Some(stat.version), None),
+        TxnOutcome::Error(code) => (code.code(), None, None),
+        TxnOutcome::Created { path, .. } => (0, None, Some(path.clone())),
+        _ => (0, None, None),
     };
     OpResult::Written {
         zxid,
         code,
         version,
+        path,
     }
 }
 

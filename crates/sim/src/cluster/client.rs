@@ -132,6 +132,15 @@ pub fn request_of(op: &ClientOp) -> Request {
                 flags: 0,
             },
         },
+        ClientOp::CreateSequential { value } => Request::Create {
+            op: OpCode::Create,
+            req: CreateRequest {
+                path: "/n".into(),
+                data: Some(value.clone()),
+                acl: open_acl(),
+                flags: 2,
+            },
+        },
         ClientOp::CreateEphemeral { key, value } => Request::Create {
             op: OpCode::Create,
             req: CreateRequest {
@@ -262,12 +271,30 @@ pub fn result_of(op: &ClientOp, header: &ReplyHeader, body: &[u8]) -> Result<OpR
                 zxid,
                 code: 0,
                 version: Some(stat.version),
+                path: None,
+            }
+        }
+        ClientOp::Create { .. }
+        | ClientOp::CreateEphemeral { .. }
+        | ClientOp::CreateSequential { .. }
+            if header.err == 0 =>
+        {
+            // A create answers with the path it made.
+            let path = Reader::new(body)
+                .read_ustring()
+                .map_err(|e| format!("create reply: {e}"))?;
+            OpResult::Written {
+                zxid,
+                code: 0,
+                version: None,
+                path,
             }
         }
         _ => OpResult::Written {
             zxid,
             code: header.err,
             version: None,
+            path: None,
         },
     })
 }

@@ -748,8 +748,11 @@ impl ClusterWorld {
                 key,
                 value: c.unique_value(),
             },
-            10..=14 => ClientOp::CreateEphemeral {
+            10..=12 => ClientOp::CreateEphemeral {
                 key,
+                value: c.unique_value(),
+            },
+            13..=14 => ClientOp::CreateSequential {
                 value: c.unique_value(),
             },
             15..=39 => ClientOp::Set {
