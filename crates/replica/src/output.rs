@@ -28,9 +28,6 @@ pub enum Output {
         zxid: Zxid,
         tree: tree::TreeSnapshot,
     },
-    /// The log was cut back to `zxid` (TRUNC or SNAP): a durability report above it from
-    /// before the cut must not mark entries appended after it durable.
-    ResetDurableReports { zxid: Zxid },
     /// What the replica did, for a checker watching it ([`crate::Settings::observe`]; never
     /// in production).
     Observed(Observation),

@@ -4,9 +4,8 @@
 //! Connections hand their requests here through a bounded queue ([`CoreMsg`]); the replica
 //! decides, and [`Core::execute`] carries out what it decided, in order: frames onto each
 //! connection's outbound queue, frames onto each peer's, snapshots encoded on their own
-//! thread, durability reports reset after a truncation. Nothing here decides anything a
-//! client or a peer could observe beyond when it happens; that is the replica's, which the
-//! simulator runs too.
+//! thread. Nothing here decides anything a client or a peer could observe beyond when it
+//! happens; that is the replica's, which the simulator runs too.
 
 use crate::config::ServerConfig;
 use crate::connection::{ConnHandle, Outbound};
@@ -62,8 +61,6 @@ pub struct Core {
     pub(crate) outstanding: Arc<dyn Fn() -> usize + Send + Sync>,
     /// The peer connections of an ensemble member.
     transport: Option<Transport>,
-    /// The log writer's durability reports, which a truncation resets.
-    progress: Arc<tokio::sync::watch::Sender<LogProgress>>,
     /// Monotonic time 0 for the replica.
     clock: Instant,
     /// Outputs being executed (kept to reuse the allocation).
@@ -82,7 +79,6 @@ impl Core {
         config: Arc<ServerConfig>,
         global_permits: Arc<tokio::sync::Semaphore>,
         outstanding: Arc<dyn Fn() -> usize + Send + Sync>,
-        progress: Arc<tokio::sync::watch::Sender<LogProgress>>,
         clock: Instant,
     ) -> Core {
         Core {
@@ -92,7 +88,6 @@ impl Core {
             global_permits,
             outstanding,
             transport: None,
-            progress,
             clock,
             outputs: Vec::new(),
         }
@@ -279,11 +274,6 @@ impl Core {
             Output::SendSnapshot { to, zxid, tree } => self.send_snapshot(to, zxid, tree),
             // Only a checker asks for these; this server never does (Settings::observe).
             Output::Observed(_) => {}
-            Output::ResetDurableReports { zxid } => {
-                let zxid = zxid.as_i64();
-                self.progress
-                    .send_modify(|p| p.durable_zxid = p.durable_zxid.min(zxid));
-            }
         }
     }
 

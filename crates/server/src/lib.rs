@@ -167,6 +167,13 @@ pub async fn start(config: ServerConfig) -> Result<RunningServer, StartError> {
             detail: format!("recovery thread failed: {e}"),
         })??
     };
+    let mut persistence = persistence;
+    // A report from before TRUNC or SNAP names entries the log no longer holds: lowered at the
+    // cut, before anything is appended again.
+    let cut = progress_tx.clone();
+    persistence.on_log_cut(Box::new(move |zxid| {
+        cut.send_modify(|p| p.durable_zxid = p.durable_zxid.min(zxid));
+    }));
     let load_ms = recovery_started.elapsed().as_millis() as u64;
     log_recovery(&recovered, load_ms);
     let listeners = bind_client_ports(&config, membership.as_ref()).await?;
@@ -213,14 +220,7 @@ pub async fn start(config: ServerConfig) -> Result<RunningServer, StartError> {
         load_ms,
         now,
     );
-    let mut core = Core::new(
-        replica,
-        config.clone(),
-        global_permits,
-        outstanding,
-        progress_tx.clone(),
-        clock,
-    );
+    let mut core = Core::new(replica, config.clone(), global_permits, outstanding, clock);
     let mut peer_rx = None;
     if let (Some(membership), Some(boot)) = (membership, boot) {
         let (peer_tx, rx) = mpsc::channel(limits::PEER_EVENTS_QUEUE_LEN_MAX);

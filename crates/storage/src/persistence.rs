@@ -139,6 +139,8 @@ pub struct Persistence {
     clock: Clock,
     /// Stepped: the snapshot started and not yet written (see [`Persistence::run_snapshot`]).
     pending_snapshot: Option<SnapshotJob>,
+    /// Told when the log is cut back (see [`Persistence::on_log_cut`]).
+    log_cut: Option<Box<dyn FnMut(i64) + Send>>,
 }
 
 impl Persistence {
@@ -224,6 +226,7 @@ impl Persistence {
             rest_until_ms: Arc::new(AtomicU64::new(0)),
             clock,
             pending_snapshot: None,
+            log_cut: None,
         };
         persistence.next_snapshot_at = persistence.draw_snapshot_interval();
         Ok((persistence, recovered))
@@ -440,6 +443,20 @@ impl Persistence {
         }
     }
 
+    /// `hook(zxid)` runs whenever the log is cut back to `zxid` (TRUNC, or a leader's
+    /// snapshot replacing it), right after the cut and before anything is appended again: a
+    /// durability report from before it that names a later zxid no longer holds, and the
+    /// owner of the reports must lower it (`on_durable` only ever raises).
+    pub fn on_log_cut(&mut self, hook: Box<dyn FnMut(i64) + Send>) {
+        self.log_cut = Some(hook);
+    }
+
+    fn log_was_cut(&mut self, zxid: i64) {
+        if let Some(hook) = self.log_cut.as_mut() {
+            hook(zxid);
+        }
+    }
+
     /// Stepped: whether log records wait for [`Persistence::flush_log`].
     pub fn log_queued(&self) -> bool {
         matches!(&self.wal, Some(Log::Stepped(log)) if log.has_queued())
@@ -521,6 +538,12 @@ impl Persistence {
     /// Synchronous (Zab's TRUNC): writes what is queued, then durably drops every log record
     /// after `zxid`.
     pub fn truncate_log_after(&mut self, zxid: i64) -> Result<()> {
+        self.cut_log_after(zxid)?;
+        self.log_was_cut(zxid);
+        Ok(())
+    }
+
+    fn cut_log_after(&mut self, zxid: i64) -> Result<()> {
         match &mut self.wal {
             Some(wal) => wal.truncate_after(zxid),
             // Diskless: the proposals were never on disk, except those a whole checkpoint
@@ -571,6 +594,7 @@ impl Persistence {
         self.snapshot_on_disk
             .store(loaded.header.zxid, Ordering::Release);
         self.since_snapshot = 0;
+        self.log_was_cut(loaded.header.zxid);
         Ok(loaded.tree)
     }
 

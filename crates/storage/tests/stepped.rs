@@ -186,3 +186,29 @@ fn the_same_steps_write_the_same_disk() {
     assert!(first.len() >= 3, "snapshots and log segments: {first:?}");
     assert_eq!(first, run());
 }
+
+#[test]
+fn a_cut_of_the_log_is_reported_before_anything_is_appended_again() {
+    let fs = FaultyFs::new();
+    let (mut p, _, _) = open(&fs, stepped(options(1_000_000)));
+    let cuts = Arc::new(std::sync::Mutex::new(Vec::new()));
+    let seen = cuts.clone();
+    p.on_log_cut(Box::new(move |zxid| seen.lock().unwrap().push(zxid)));
+    let txns = workload(12, 9);
+    let mut tree = DataTree::new();
+    for t in &txns {
+        p.append(t).unwrap();
+        apply(&mut tree, t);
+    }
+    p.flush_log().unwrap();
+    let at = txns[7].header.zxid;
+    p.truncate_log_after(at).unwrap();
+    assert_eq!(*cuts.lock().unwrap(), vec![at], "TRUNC");
+    let image = Persistence::snapshot_bytes(&tree);
+    p.replace_with_snapshot(&image).unwrap();
+    assert_eq!(
+        *cuts.lock().unwrap(),
+        vec![at, tree.last_processed_zxid()],
+        "SNAP"
+    );
+}

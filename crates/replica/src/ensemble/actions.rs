@@ -120,15 +120,12 @@ impl<S: Store> Replica<S> {
                 );
                 if let Err(e) = self.store.truncate_log_after(zxid.as_i64()) {
                     self.fail(format!("cannot truncate the log after {zxid}: {e}"));
-                    return;
                 }
-                reset_durable_reports(ensemble, zxid);
             }
             Action::SaveSnapshot { zxid, image } => {
                 tracing::info!(zxid = %zxid, bytes = image.len(), "saving the leader's snapshot (SNAP)");
                 match self.store.replace_with_snapshot(&image) {
                     Ok(tree) if tree.last_processed_zxid() == zxid.as_i64() => {
-                        reset_durable_reports(ensemble, zxid);
                         ensemble.installed = Some((zxid.as_i64(), tree));
                     }
                     Ok(tree) => self.fail(format!(
@@ -440,12 +437,6 @@ pub(crate) fn send(ensemble: &mut Ensemble, to: Sid, msg: &PeerMessage) {
         to,
         frame: codec::encode(msg),
     });
-}
-
-/// After TRUNC or SNAP the log ends at `zxid`: a durability report from before must not mark
-/// the entries that will be appended after it durable.
-fn reset_durable_reports(ensemble: &mut Ensemble, zxid: Zxid) {
-    ensemble.outbox.push(Output::ResetDurableReports { zxid });
 }
 
 fn proposal_bytes(entry: &zab::Entry) -> usize {

@@ -102,9 +102,15 @@ impl Node {
             Box::new(move |e| *lock(&failure) = Some(e.to_string())),
         )
         .map_err(|e| format!("server {} cannot recover: {e}", self.sid))?;
-        #[allow(unused_mut)]
         let mut store = store;
         store.set_clock(now.mono_ms);
+        // As the server's progress channel: a report from before a cut no longer holds.
+        let cut = self.reports.clone();
+        store.on_log_cut(Box::new(move |zxid| {
+            for report in lock(&cut).iter_mut() {
+                *report = (*report).min(zxid);
+            }
+        }));
         #[cfg(feature = "planted-bugs")]
         if let Some(bug) = config
             .bug

@@ -389,17 +389,11 @@ impl ClusterWorld {
                 return;
             };
             let outputs = replica.take_outputs();
-            let mut reports = node.take_reports();
+            let reports = node.take_reports();
             if outputs.is_empty() && reports.is_empty() {
                 break;
             }
             for output in outputs {
-                if let Output::ResetDurableReports { zxid } = output {
-                    for r in &mut reports {
-                        *r = (*r).min(zxid.as_i64());
-                    }
-                    continue;
-                }
                 self.execute(sid, output);
             }
             if let Some(replica) = self.node_mut(sid).replica.as_mut() {
@@ -463,7 +457,7 @@ impl ClusterWorld {
             Output::ToClient { conn, frame, .. } => {
                 self.send_to_client(conn, ToClient::Frame(frame))
             }
-            Output::Unanswered { .. } | Output::ResetDurableReports { .. } => {}
+            Output::Unanswered { .. } => {}
             Output::CloseClient { conn } => {
                 self.send_to_client(conn, ToClient::Closed);
                 // The server's connection task ends and tells the core, as on a real socket.
