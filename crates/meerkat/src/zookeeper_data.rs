@@ -63,8 +63,8 @@ pub fn import(
     let source = zkdata::locate(zk_data_dir, zk_data_log_dir)?;
     let mut bar = Bar::new();
     let mut progress = |stage, done, total| bar.update(stage, done, total);
-    let restored = zkdata::restore(&source, &mut progress)?;
-    let tree = zkdata::to_meerkat::to_meerkat(&restored, &mut progress)?;
+    let mut restored = zkdata::restore(&source, &mut progress)?;
+    let tree = zkdata::to_meerkat::to_meerkat(&mut restored, &mut progress)?;
     bar.finish();
     for (path, why) in &restored.skipped_snapshots {
         println!("skipped {}: {why}", path.display());

@@ -345,6 +345,27 @@ impl ZkTree {
         self.ephemerals.values().map(BTreeSet::len).sum()
     }
 
+    /// Hands out every node as [`ZkTree::walk`] visits them (children moved out), freeing
+    /// each as it goes, so a conversion never holds two whole trees.
+    pub fn drain(mut self, mut visit: impl FnMut(&str, ZkNode)) {
+        let mut stack = vec![("/".to_string(), ROOT)];
+        while let Some((path, id)) = stack.pop() {
+            let Some(mut node) = self.nodes.get_mut(id as usize).and_then(Option::take) else {
+                continue;
+            };
+            let children = std::mem::take(&mut node.children);
+            for (name, child) in children.into_iter().rev() {
+                let child_path = if path == "/" {
+                    format!("/{name}")
+                } else {
+                    format!("{path}/{name}")
+                };
+                stack.push((child_path, child));
+            }
+            visit(&path, node);
+        }
+    }
+
     /// Every node depth-first, parents first, children in name order, with full paths
     /// (the root as "/").
     pub fn walk(&self, mut visit: impl FnMut(&str, NodeId, &ZkNode)) {
