@@ -295,6 +295,29 @@ fn populate_through(connect: &dyn Fn(bool) -> Client) -> Client {
     let w = world();
     let p = CreateMode::Persistent;
     c.create("/app", b"application root", &w, p).unwrap();
+    // Quotas on /app and, nested, /app/state, as zkCli's setquota writes them: ZooKeeper keeps
+    // their counts in the stats nodes as the workload runs and recounts them on restart.
+    for (real, limit) in [
+        ("/app", "count=1000,bytes=-1"),
+        ("/app/state", "count=-1,bytes=100000"),
+    ] {
+        let quota = format!("/zookeeper/quota{real}");
+        c.create(&quota, b"", &w, p).unwrap();
+        c.create(
+            &format!("{quota}/zookeeper_limits"),
+            limit.as_bytes(),
+            &w,
+            p,
+        )
+        .unwrap();
+        c.create(
+            &format!("{quota}/zookeeper_stats"),
+            b"count=0,bytes=0",
+            &w,
+            p,
+        )
+        .unwrap();
+    }
     for part in ["config", "state", "locks"] {
         c.create(&format!("/app/{part}"), b"", &w, p).unwrap();
         for i in 0..4 {

@@ -145,6 +145,7 @@ pub fn restore(source: &Source, progress: Progress<'_>) -> Result<Restored> {
         ..
     } = snap;
     tree.last_processed_zxid = snapshot_zxid;
+    tree.setup_quota();
     let mut restored = Restored {
         tree: ZkTree::default(),
         sessions: BTreeMap::new(),
