@@ -3,7 +3,7 @@
 //! crate; this is the operator's side: arguments, a progress bar, a summary.
 
 use indicatif::{ProgressBar, ProgressStyle};
-use std::path::Path;
+use std::path::{Path, PathBuf};
 use std::time::Instant;
 use zkdata::Stage;
 
@@ -48,19 +48,43 @@ impl Bar {
     }
 }
 
+/// A zoo.cfg names a dataDir and a dataLogDir; a directory is both.
+fn dirs_of(target: &Path) -> anyhow::Result<(PathBuf, PathBuf)> {
+    if target.is_file() {
+        let config = server::config::ServerConfig::from_file(target)?;
+        Ok((config.data_dir, config.data_log_dir))
+    } else {
+        Ok((target.to_path_buf(), target.to_path_buf()))
+    }
+}
+
 pub fn import(
-    zk_data_dir: &Path,
+    zk_source: &Path,
     zk_data_log_dir: Option<&Path>,
-    meerkat_data_dir: Option<&Path>,
+    meerkat_target: Option<&Path>,
     dry_run: bool,
 ) -> anyhow::Result<()> {
     let started = Instant::now();
-    if let Some(dir) = meerkat_data_dir {
-        zkdata::meerkat_dir::check_target(dir)?;
-    } else if !dry_run {
-        anyhow::bail!("MEERKAT_DATADIR is required unless --dry-run is given");
-    }
-    let source = zkdata::locate(zk_data_dir, zk_data_log_dir)?;
+    // ZooKeeper's zoo.cfg or its dataDir (with --zk-datalogdir when separate).
+    let (zk_data_dir, zk_cfg_log_dir) = dirs_of(zk_source)?;
+    let zk_data_log_dir = zk_data_log_dir
+        .map(Path::to_path_buf)
+        .or_else(|| (zk_cfg_log_dir != zk_data_dir).then_some(zk_cfg_log_dir));
+    // meerkat's zoo.cfg or its dataDir; a separate dataLogDir must not hold a meerkat log yet.
+    let meerkat_data_dir = match meerkat_target {
+        Some(target) => {
+            let (data_dir, log_dir) = dirs_of(target)?;
+            zkdata::meerkat_dir::check_target(&data_dir)?;
+            if log_dir != data_dir {
+                zkdata::meerkat_dir::check_target(&log_dir)?;
+            }
+            Some(data_dir)
+        }
+        None if dry_run => None,
+        None => anyhow::bail!("MEERKAT_DATADIR is required unless --dry-run is given"),
+    };
+    let meerkat_data_dir = meerkat_data_dir.as_deref();
+    let source = zkdata::locate(&zk_data_dir, zk_data_log_dir.as_deref())?;
     let mut bar = Bar::new();
     let mut progress = |stage, done, total| bar.update(stage, done, total);
     let mut restored = zkdata::restore(&source, &mut progress)?;

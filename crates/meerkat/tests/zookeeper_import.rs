@@ -1267,6 +1267,24 @@ fn damaged_inputs(scratch: &Path, zk_data: &Path) {
         text.contains("log file(s)") && !text.contains(" 0 log file(s)"),
         "{text}"
     );
+    // ZooKeeper's zoo.cfg names its dataDir just as well.
+    let zoo_cfg = std::fs::read_dir(scratch)
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .find(|p| p.file_name().unwrap().to_string_lossy().starts_with("zoo-"))
+        .unwrap();
+    let by_cfg = meerkat(&[
+        "data",
+        "import",
+        "--from-zookeeper",
+        zoo_cfg.to_str().unwrap(),
+        "--dry-run",
+    ]);
+    assert!(by_cfg.status.success());
+    assert_eq!(
+        summary(&String::from_utf8_lossy(&by_cfg.stdout)),
+        summary(&String::from_utf8_lossy(&whole.stdout))
+    );
 
     // Not ZooKeeper's at all.
     let message = failing_import(scratch, scratch);
