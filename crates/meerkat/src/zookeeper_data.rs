@@ -90,50 +90,7 @@ pub fn import(
     let mut restored = zkdata::restore(&source, &mut progress)?;
     let tree = zkdata::to_meerkat::to_meerkat(&mut restored, &mut progress)?;
     bar.finish();
-    for (path, why) in &restored.skipped_snapshots {
-        println!("skipped {}: {why}", path.display());
-    }
-    for (path, offset, why) in &restored.torn {
-        println!(
-            "cut {} at byte offset {offset}: {why} (as ZooKeeper cuts it)",
-            path.display()
-        );
-    }
-    let snapshot_name = restored
-        .snapshot
-        .file_name()
-        .map(|n| n.to_string_lossy().into_owned())
-        .unwrap_or_default();
-    println!(
-        "read {} ({snapshot_name}) and {} log file(s): {} transaction(s) replayed after zxid {:#x}",
-        source.snap_dir.display(),
-        restored.logs_read.len(),
-        restored.txns_replayed,
-        restored.snapshot_zxid,
-    );
-    match (
-        restored.snapshot_digest_checked,
-        restored.snapshot_digest_unreached,
-    ) {
-        (Some(zxid), _) => println!(
-            "digest: the snapshot's matches at zxid {zxid:#x}; {} logged digest(s) match",
-            restored.txn_digests_checked
-        ),
-        (None, Some(zxid)) => println!(
-            "digest: the logs never reach the snapshot digest's zxid {zxid:#x}, so it was not \
-             compared (ZooKeeper warns about this too)"
-        ),
-        (None, None) => println!(
-            "digest: none in the snapshot; {} logged digest(s) match",
-            restored.txn_digests_checked
-        ),
-    }
-    if !restored.dead_sessions.is_empty() {
-        println!(
-            "removed the ephemerals of {} session(s) that had ended, as ZooKeeper does at start-up",
-            restored.dead_sessions.len()
-        );
-    }
+    print_report(&source, &restored);
     let summary = format!(
         "znodes: {}  sessions: {} ({} ephemerals)  last zxid: {:#x}",
         tree.node_count(),
@@ -182,4 +139,52 @@ pub fn export(layout: &storage::Layout, zk_data_dir: &Path) -> anyhow::Result<()
         started.elapsed().as_secs_f64()
     );
     Ok(())
+}
+
+/// What the restore did: snapshots skipped, tails cut, files read, digests compared.
+fn print_report(source: &zkdata::Source, restored: &zkdata::Restored) {
+    for (path, why) in &restored.skipped_snapshots {
+        println!("skipped {}: {why}", path.display());
+    }
+    for (path, offset, why) in &restored.torn {
+        println!(
+            "cut {} at byte offset {offset}: {why} (as ZooKeeper cuts it)",
+            path.display()
+        );
+    }
+    let snapshot_name = restored
+        .snapshot
+        .file_name()
+        .map(|n| n.to_string_lossy().into_owned())
+        .unwrap_or_default();
+    println!(
+        "read {} ({snapshot_name}) and {} log file(s): {} transaction(s) replayed after zxid {:#x}",
+        source.snap_dir.display(),
+        restored.logs_read.len(),
+        restored.txns_replayed,
+        restored.snapshot_zxid,
+    );
+    match (
+        restored.snapshot_digest_checked,
+        restored.snapshot_digest_unreached,
+    ) {
+        (Some(zxid), _) => println!(
+            "digest: the snapshot's matches at zxid {zxid:#x}; {} logged digest(s) match",
+            restored.txn_digests_checked
+        ),
+        (None, Some(zxid)) => println!(
+            "digest: the logs never reach the snapshot digest's zxid {zxid:#x}, so it was not \
+             compared (ZooKeeper warns about this too)"
+        ),
+        (None, None) => println!(
+            "digest: none in the snapshot; {} logged digest(s) match",
+            restored.txn_digests_checked
+        ),
+    }
+    if !restored.dead_sessions.is_empty() {
+        println!(
+            "removed the ephemerals of {} session(s) that had ended, as ZooKeeper does at start-up",
+            restored.dead_sessions.len()
+        );
+    }
 }
