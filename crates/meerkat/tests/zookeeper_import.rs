@@ -1551,3 +1551,59 @@ fn older_zookeeper_releases_import_equal() {
         assert!(!expected.contains_key("/gone"));
     }
 }
+
+/// A session nobody resumes ends on meerkat as after a ZooKeeper restart: its ephemeral is
+/// there when meerkat starts and goes once the session's timeout has passed unrenewed.
+#[test]
+fn an_imported_session_nobody_resumes_expires_with_its_ephemeral() {
+    let dir = tempfile::tempdir().unwrap();
+    let zk_data = dir.path().join("zk-data");
+    std::fs::create_dir_all(&zk_data).unwrap();
+    let port = free_port();
+    let cfg = dir.path().join("zoo.cfg");
+    std::fs::write(
+        &cfg,
+        format!(
+            "tickTime=1000\ndataDir={}\nclientPort={port}\nclientPortAddress=127.0.0.1\n\
+             4lw.commands.whitelist=*\nadmin.enableServer=false\n",
+            zk_data.display()
+        ),
+    )
+    .unwrap();
+    let zk = Process::zookeeper(&cfg, port, dir.path().join("zk.log"));
+    let config = ClientConfig::default().with_session_timeout(Duration::from_secs(6));
+    let short = Client::connect(&zk.address.to_string(), config).unwrap();
+    short
+        .create("/short-lived", b"", &world(), CreateMode::Ephemeral)
+        .unwrap();
+    assert_eq!(short.session_timeout(), Duration::from_secs(6));
+    zk.stop();
+    std::mem::forget(short);
+    let meerkat_data = dir.path().join("meerkat-data");
+    import(&zk_data, &meerkat_data);
+    let mk_port = free_port();
+    let mk_cfg = dir.path().join("meerkat.cfg");
+    std::fs::write(
+        &mk_cfg,
+        format!(
+            "tickTime=1000\ndataDir={}\nclientPort={mk_port}\nclientPortAddress=127.0.0.1\n\
+             4lw.commands.whitelist=*\n",
+            meerkat_data.display()
+        ),
+    )
+    .unwrap();
+    let mk = Process::meerkat(&mk_cfg, mk_port, dir.path().join("meerkat.log"));
+    let reader = mk.connect(false);
+    assert!(
+        reader.exists("/short-lived").unwrap().is_some(),
+        "the ephemeral of the imported session is there at start"
+    );
+    let started = Instant::now();
+    while reader.exists("/short-lived").unwrap().is_some() {
+        assert!(
+            started.elapsed() < Duration::from_secs(60),
+            "the unresumed session never expired"
+        );
+        std::thread::sleep(Duration::from_millis(200));
+    }
+}
