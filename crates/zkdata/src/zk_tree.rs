@@ -85,11 +85,6 @@ impl ZkTree {
         self.nodes.get_mut(id as usize)?.as_mut()
     }
 
-    /// Takes a node out of the tree (for a conversion that consumes the tree).
-    pub fn take_data(&mut self, id: NodeId) -> Option<Box<[u8]>> {
-        self.node_mut(id)?.data.take()
-    }
-
     /// The node at `path`: "" and "/" are the root, as ZooKeeper maps both.
     pub fn find(&self, path: &str) -> Option<NodeId> {
         if path.is_empty() || path == "/" {
