@@ -787,7 +787,106 @@ fn clean_stop_imports_equal_and_exports_back() {
     let log = std::fs::read_to_string(dir.path().join("zk-export.log")).unwrap_or_default();
     assert!(!log.contains("Digests are not matching"), "{log}");
 
+    export_into_a_zookeeper_ensemble(dir.path(), &exported, &meerkat_final);
     damaged_inputs(dir.path(), &zk_data);
+}
+
+/// The way back into an ensemble (docs/migration.md): the export on one of three ZooKeeper
+/// peers, started with one empty peer (it leads: its zxid is the highest), then the third,
+/// which catches up by SNAP. Every peer serves the exported tree; `/zookeeper/config` aside,
+/// which a quorum peer fills with its own dynamic config.
+fn export_into_a_zookeeper_ensemble(
+    scratch: &Path,
+    exported: &Path,
+    expected: &BTreeMap<String, Znode>,
+) {
+    let (ports, hold) = ports::free_ports(9).expect("ports");
+    let servers: String = (0..3)
+        .map(|i| {
+            format!(
+                "server.{}=127.0.0.1:{}:{}\n",
+                i + 1,
+                ports[3 + i],
+                ports[6 + i]
+            )
+        })
+        .collect();
+    let cfgs: Vec<PathBuf> = (0..3)
+        .map(|i| {
+            let data = if i == 0 {
+                exported.to_path_buf()
+            } else {
+                scratch.join(format!("back-{}", i + 1))
+            };
+            std::fs::create_dir_all(&data).unwrap();
+            std::fs::write(data.join("myid"), format!("{}\n", i + 1)).unwrap();
+            let cfg = scratch.join(format!("back-{}.cfg", i + 1));
+            std::fs::write(
+                &cfg,
+                format!(
+                    "tickTime=2000\ninitLimit=10\nsyncLimit=5\ndataDir={}\nclientPort={}\n\
+                     clientPortAddress=127.0.0.1\n4lw.commands.whitelist=*\n\
+                     extendedTypesEnabled=true\nadmin.enableServer=false\n\
+                     maxSessionTimeout=40000\n{servers}",
+                    data.display(),
+                    ports[i]
+                ),
+            )
+            .unwrap();
+            cfg
+        })
+        .collect();
+    drop(hold);
+    let start = |i: usize| {
+        let log = scratch.join(format!("back-{}.log", i + 1));
+        let child = Command::new("bash")
+            .arg(repo().join("scripts/zookeeper.sh"))
+            .arg("run")
+            .arg(&cfgs[i])
+            .env("ZK_LOG_LEVEL", "warn")
+            .env("ZK_HEAP", "256m")
+            .stdin(Stdio::null())
+            .stdout(Stdio::null())
+            .stderr(log_file(&log))
+            .spawn()
+            .expect("zookeeper.sh run");
+        Process {
+            child: Some(child),
+            address: SocketAddr::from(([127, 0, 0, 1], ports[i])),
+            log,
+        }
+    };
+    let first = start(0);
+    let second = start(1);
+    assert!(
+        wait_serving(first.address).contains("Mode: leader"),
+        "the peer with the export leads"
+    );
+    wait_serving(second.address);
+    let third = start(2);
+    wait_serving(third.address);
+    let mut expected = expected.clone();
+    expected.remove("/zookeeper/config");
+    // Every peer is read while all three serve, then all stop.
+    let peers = [first, second, third];
+    let dumps: Vec<(SocketAddr, BTreeMap<String, Znode>)> = peers
+        .iter()
+        .map(|peer| {
+            let mut found = dump(peer);
+            found.remove("/zookeeper/config");
+            (peer.address, found)
+        })
+        .collect();
+    for peer in peers {
+        peer.stop();
+    }
+    for (address, found) in dumps {
+        assert_same_tree(
+            &format!("ZooKeeper peer on {address} after the export"),
+            &expected,
+            &found,
+        );
+    }
 }
 
 #[test]
