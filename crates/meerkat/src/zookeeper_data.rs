@@ -107,6 +107,15 @@ pub fn import(
                 written.bytes
             );
             println!("{summary}  time: {:.2} s", started.elapsed().as_secs_f64());
+            if dir.join("myid").exists() {
+                // Empty members outvote this one if a majority of them runs before it joins.
+                println!(
+                    "this data dir has a myid: in an ensemble, either copy {} to every other \
+                     member's dataDir, or start this member before the empty ones \
+                     (docs/migration.md)",
+                    written.dir.display()
+                );
+            }
         }
         _ => {
             println!("{summary}  time: {:.2} s", started.elapsed().as_secs_f64());

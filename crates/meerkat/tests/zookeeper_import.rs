@@ -666,9 +666,16 @@ fn round_trip(compression: &str, kill_under_load: bool) -> Round {
         contents(&zk_data),
         "the import changed ZooKeeper's dir"
     );
-    // A second import of the same directory, for an ensemble member.
+    // A second import of the same directory, for an ensemble member (it has its myid first,
+    // so the import reminds the operator of the start order).
     let member_data = dir.path().join("member-1");
-    import(&zk_data, &member_data);
+    std::fs::create_dir_all(&member_data).unwrap();
+    std::fs::write(member_data.join("myid"), "1\n").unwrap();
+    let report = import(&zk_data, &member_data);
+    assert!(
+        report.contains("start this member before the empty ones"),
+        "{report}"
+    );
 
     let zk = Process::zookeeper(&zk_cfg, zk_port, dir.path().join("zk-2.log"));
     let expected = dump(&zk);
