@@ -32,7 +32,8 @@ pub enum DataCommand {
         override_usage = "meerkat data import --from-zookeeper ZK_DATADIR [--zk-datalogdir DIR] [--dry-run] MEERKAT_DATADIR"
     )]
     Import {
-        /// ZooKeeper's dataDir (holding version-2/snapshot.*).
+        /// ZooKeeper's dataDir (holding version-2/snapshot.*), or its zoo.cfg (dataDir and
+        /// dataLogDir are read from it).
         #[arg(long = "from-zookeeper", value_name = "ZK_DATADIR")]
         from_zookeeper: PathBuf,
         /// ZooKeeper's dataLogDir, when it is not the dataDir.
@@ -41,7 +42,8 @@ pub enum DataCommand {
         /// Read and verify everything, write nothing.
         #[arg(long)]
         dry_run: bool,
-        /// The meerkat dataDir to create the data in (it must not hold meerkat data yet).
+        /// The meerkat dataDir to create the data in (it must not hold meerkat data yet), or
+        /// the meerkat server's zoo.cfg.
         #[arg(value_name = "MEERKAT_DATADIR")]
         meerkat_datadir: Option<PathBuf>,
     },

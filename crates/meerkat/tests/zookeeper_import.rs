@@ -295,6 +295,29 @@ fn populate_through(connect: &dyn Fn(bool) -> Client) -> Client {
     let w = world();
     let p = CreateMode::Persistent;
     c.create("/app", b"application root", &w, p).unwrap();
+    // Quotas on /app and, nested, /app/state, as zkCli's setquota writes them: ZooKeeper keeps
+    // their counts in the stats nodes as the workload runs and recounts them on restart.
+    for (real, limit) in [
+        ("/app", "count=1000,bytes=-1"),
+        ("/app/state", "count=-1,bytes=100000"),
+    ] {
+        let quota = format!("/zookeeper/quota{real}");
+        c.create(&quota, b"", &w, p).unwrap();
+        c.create(
+            &format!("{quota}/zookeeper_limits"),
+            limit.as_bytes(),
+            &w,
+            p,
+        )
+        .unwrap();
+        c.create(
+            &format!("{quota}/zookeeper_stats"),
+            b"count=0,bytes=0",
+            &w,
+            p,
+        )
+        .unwrap();
+    }
     for part in ["config", "state", "locks"] {
         c.create(&format!("/app/{part}"), b"", &w, p).unwrap();
         for i in 0..4 {
@@ -643,9 +666,16 @@ fn round_trip(compression: &str, kill_under_load: bool) -> Round {
         contents(&zk_data),
         "the import changed ZooKeeper's dir"
     );
-    // A second import of the same directory, for an ensemble member.
+    // A second import of the same directory, for an ensemble member (it has its myid first,
+    // so the import reminds the operator of the start order).
     let member_data = dir.path().join("member-1");
-    import(&zk_data, &member_data);
+    std::fs::create_dir_all(&member_data).unwrap();
+    std::fs::write(member_data.join("myid"), "1\n").unwrap();
+    let report = import(&zk_data, &member_data);
+    assert!(
+        report.contains("start this member before the empty ones"),
+        "{report}"
+    );
 
     let zk = Process::zookeeper(&zk_cfg, zk_port, dir.path().join("zk-2.log"));
     let expected = dump(&zk);
@@ -764,7 +794,106 @@ fn clean_stop_imports_equal_and_exports_back() {
     let log = std::fs::read_to_string(dir.path().join("zk-export.log")).unwrap_or_default();
     assert!(!log.contains("Digests are not matching"), "{log}");
 
+    export_into_a_zookeeper_ensemble(dir.path(), &exported, &meerkat_final);
     damaged_inputs(dir.path(), &zk_data);
+}
+
+/// The way back into an ensemble (docs/migration.md): the export on one of three ZooKeeper
+/// peers, started with one empty peer (it leads: its zxid is the highest), then the third,
+/// which catches up by SNAP. Every peer serves the exported tree; `/zookeeper/config` aside,
+/// which a quorum peer fills with its own dynamic config.
+fn export_into_a_zookeeper_ensemble(
+    scratch: &Path,
+    exported: &Path,
+    expected: &BTreeMap<String, Znode>,
+) {
+    let (ports, hold) = ports::free_ports(9).expect("ports");
+    let servers: String = (0..3)
+        .map(|i| {
+            format!(
+                "server.{}=127.0.0.1:{}:{}\n",
+                i + 1,
+                ports[3 + i],
+                ports[6 + i]
+            )
+        })
+        .collect();
+    let cfgs: Vec<PathBuf> = (0..3)
+        .map(|i| {
+            let data = if i == 0 {
+                exported.to_path_buf()
+            } else {
+                scratch.join(format!("back-{}", i + 1))
+            };
+            std::fs::create_dir_all(&data).unwrap();
+            std::fs::write(data.join("myid"), format!("{}\n", i + 1)).unwrap();
+            let cfg = scratch.join(format!("back-{}.cfg", i + 1));
+            std::fs::write(
+                &cfg,
+                format!(
+                    "tickTime=2000\ninitLimit=10\nsyncLimit=5\ndataDir={}\nclientPort={}\n\
+                     clientPortAddress=127.0.0.1\n4lw.commands.whitelist=*\n\
+                     extendedTypesEnabled=true\nadmin.enableServer=false\n\
+                     maxSessionTimeout=40000\n{servers}",
+                    data.display(),
+                    ports[i]
+                ),
+            )
+            .unwrap();
+            cfg
+        })
+        .collect();
+    drop(hold);
+    let start = |i: usize| {
+        let log = scratch.join(format!("back-{}.log", i + 1));
+        let child = Command::new("bash")
+            .arg(repo().join("scripts/zookeeper.sh"))
+            .arg("run")
+            .arg(&cfgs[i])
+            .env("ZK_LOG_LEVEL", "warn")
+            .env("ZK_HEAP", "256m")
+            .stdin(Stdio::null())
+            .stdout(Stdio::null())
+            .stderr(log_file(&log))
+            .spawn()
+            .expect("zookeeper.sh run");
+        Process {
+            child: Some(child),
+            address: SocketAddr::from(([127, 0, 0, 1], ports[i])),
+            log,
+        }
+    };
+    let first = start(0);
+    let second = start(1);
+    assert!(
+        wait_serving(first.address).contains("Mode: leader"),
+        "the peer with the export leads"
+    );
+    wait_serving(second.address);
+    let third = start(2);
+    wait_serving(third.address);
+    let mut expected = expected.clone();
+    expected.remove("/zookeeper/config");
+    // Every peer is read while all three serve, then all stop.
+    let peers = [first, second, third];
+    let dumps: Vec<(SocketAddr, BTreeMap<String, Znode>)> = peers
+        .iter()
+        .map(|peer| {
+            let mut found = dump(peer);
+            found.remove("/zookeeper/config");
+            (peer.address, found)
+        })
+        .collect();
+    for peer in peers {
+        peer.stop();
+    }
+    for (address, found) in dumps {
+        assert_same_tree(
+            &format!("ZooKeeper peer on {address} after the export"),
+            &expected,
+            &found,
+        );
+    }
 }
 
 #[test]
@@ -1244,6 +1373,24 @@ fn damaged_inputs(scratch: &Path, zk_data: &Path) {
         text.contains("log file(s)") && !text.contains(" 0 log file(s)"),
         "{text}"
     );
+    // ZooKeeper's zoo.cfg names its dataDir just as well.
+    let zoo_cfg = std::fs::read_dir(scratch)
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .find(|p| p.file_name().unwrap().to_string_lossy().starts_with("zoo-"))
+        .unwrap();
+    let by_cfg = meerkat(&[
+        "data",
+        "import",
+        "--from-zookeeper",
+        zoo_cfg.to_str().unwrap(),
+        "--dry-run",
+    ]);
+    assert!(by_cfg.status.success());
+    assert_eq!(
+        summary(&String::from_utf8_lossy(&by_cfg.stdout)),
+        summary(&String::from_utf8_lossy(&whole.stdout))
+    );
 
     // Not ZooKeeper's at all.
     let message = failing_import(scratch, scratch);
@@ -1508,5 +1655,61 @@ fn older_zookeeper_releases_import_equal() {
         assert_same_tree(&format!("ZooKeeper {name}"), &expected, &found);
         assert!(expected.keys().any(|p| p.contains("member")));
         assert!(!expected.contains_key("/gone"));
+    }
+}
+
+/// A session nobody resumes ends on meerkat as after a ZooKeeper restart: its ephemeral is
+/// there when meerkat starts and goes once the session's timeout has passed unrenewed.
+#[test]
+fn an_imported_session_nobody_resumes_expires_with_its_ephemeral() {
+    let dir = tempfile::tempdir().unwrap();
+    let zk_data = dir.path().join("zk-data");
+    std::fs::create_dir_all(&zk_data).unwrap();
+    let port = free_port();
+    let cfg = dir.path().join("zoo.cfg");
+    std::fs::write(
+        &cfg,
+        format!(
+            "tickTime=1000\ndataDir={}\nclientPort={port}\nclientPortAddress=127.0.0.1\n\
+             4lw.commands.whitelist=*\nadmin.enableServer=false\n",
+            zk_data.display()
+        ),
+    )
+    .unwrap();
+    let zk = Process::zookeeper(&cfg, port, dir.path().join("zk.log"));
+    let config = ClientConfig::default().with_session_timeout(Duration::from_secs(6));
+    let short = Client::connect(&zk.address.to_string(), config).unwrap();
+    short
+        .create("/short-lived", b"", &world(), CreateMode::Ephemeral)
+        .unwrap();
+    assert_eq!(short.session_timeout(), Duration::from_secs(6));
+    zk.stop();
+    std::mem::forget(short);
+    let meerkat_data = dir.path().join("meerkat-data");
+    import(&zk_data, &meerkat_data);
+    let mk_port = free_port();
+    let mk_cfg = dir.path().join("meerkat.cfg");
+    std::fs::write(
+        &mk_cfg,
+        format!(
+            "tickTime=1000\ndataDir={}\nclientPort={mk_port}\nclientPortAddress=127.0.0.1\n\
+             4lw.commands.whitelist=*\n",
+            meerkat_data.display()
+        ),
+    )
+    .unwrap();
+    let mk = Process::meerkat(&mk_cfg, mk_port, dir.path().join("meerkat.log"));
+    let reader = mk.connect(false);
+    assert!(
+        reader.exists("/short-lived").unwrap().is_some(),
+        "the ephemeral of the imported session is there at start"
+    );
+    let started = Instant::now();
+    while reader.exists("/short-lived").unwrap().is_some() {
+        assert!(
+            started.elapsed() < Duration::from_secs(60),
+            "the unresumed session never expired"
+        );
+        std::thread::sleep(Duration::from_millis(200));
     }
 }

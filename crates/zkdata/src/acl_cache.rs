@@ -51,19 +51,11 @@ impl AclCache {
         self.by_id.get(&id).cloned()
     }
 
-    pub fn contains(&self, id: i64) -> bool {
-        id == OPEN_UNSAFE_ACL_ID || self.by_id.contains_key(&id)
-    }
-
     pub fn len(&self) -> usize {
         self.by_id.len()
     }
 
     pub fn is_empty(&self) -> bool {
         self.by_id.is_empty()
-    }
-
-    pub fn iter(&self) -> impl Iterator<Item = (&i64, &Vec<Acl>)> {
-        self.by_id.iter()
     }
 }

@@ -10,7 +10,7 @@
 //!   snappy via [`compression`]), log files with their checksums and torn tails, the logged
 //!   transaction types.
 //! * [`zk_tree`], [`process_txn`], [`acl_cache`], [`digest`]: ZooKeeper's data tree with its
-//!   replay semantics, its ACL numbering and its 3.6+ digest.
+//!   replay semantics, its ACL numbering and its 3.6+ digest; [`quota`], its quota counts.
 //! * [`to_meerkat`], [`meerkat_dir`]: the restored state as a meerkat tree and data dir.
 //! * [`snapshot_writer`], [`export`]: the way back.
 //! * [`jute_stream`], [`progress`], [`error`]: bounded streaming Jute, progress counts, errors
@@ -25,6 +25,7 @@ pub mod jute_stream;
 pub mod meerkat_dir;
 pub mod process_txn;
 pub mod progress;
+pub mod quota;
 pub mod restore;
 pub mod snapshot;
 pub mod snapshot_writer;

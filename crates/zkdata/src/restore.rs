@@ -19,6 +19,7 @@ use crate::error::{Result, ZkDataError};
 use crate::process_txn::process;
 use crate::progress::{Progress, Stage};
 use crate::snapshot::{self, ZkSnapshot, ZxidDigest, SNAP_PREFIX};
+use crate::txn::LogEntry;
 use crate::txn_log::{self, FileEnd, LogFile};
 use crate::zk_tree::ZkTree;
 use std::collections::BTreeMap;
@@ -110,162 +111,248 @@ fn epoch(zxid: i64) -> i64 {
 
 /// Restores as ZooKeeper would; reads only.
 pub fn restore(source: &Source, progress: Progress<'_>) -> Result<Restored> {
-    let files = snapshot_files(&source.snap_dir)?;
+    let (snap, skipped) = newest_readable_snapshot(source, progress)?;
+    let mut replay = Replay::start(snap, skipped)?;
+    replay_logs(source, &mut replay, progress)?;
+    replay.finish()
+}
+
+/// `FileSnap.deserialize`: the newest snapshot that looks complete and reads back whole,
+/// with the newer ones skipped and why.
+fn newest_readable_snapshot(
+    source: &Source,
+    progress: Progress<'_>,
+) -> Result<(ZkSnapshot, Vec<(PathBuf, String)>)> {
     let mut skipped = Vec::new();
-    let mut chosen: Option<ZkSnapshot> = None;
-    for (_, path) in files.into_iter().take(SNAPSHOTS_TRIED_MAX) {
+    for (_, path) in snapshot_files(&source.snap_dir)?
+        .into_iter()
+        .take(SNAPSHOTS_TRIED_MAX)
+    {
         if let Err(why) = snapshot::looks_complete(&path)? {
             tracing::warn!(path = %path.display(), why, "skipping snapshot");
             skipped.push((path, why));
             continue;
         }
         match snapshot::read(&path, progress) {
-            Ok(snap) => {
-                chosen = Some(snap);
-                break;
-            }
+            Ok(snap) => return Ok((snap, skipped)),
             Err(e) => {
                 tracing::warn!(path = %path.display(), error = %e, "skipping snapshot");
                 skipped.push((path, e.to_string()));
             }
         }
     }
-    let Some(snap) = chosen else {
-        return Err(ZkDataError::NoSnapshot {
-            dir: source.snap_dir.clone(),
-            skipped,
-        });
-    };
-    let ZkSnapshot {
-        path: snapshot_path,
-        zxid: snapshot_zxid,
-        mut tree,
-        mut sessions,
-        digest,
-        ..
-    } = snap;
-    tree.last_processed_zxid = snapshot_zxid;
-    let mut restored = Restored {
-        tree: ZkTree::default(),
-        sessions: BTreeMap::new(),
-        snapshot: snapshot_path.clone(),
-        snapshot_zxid,
-        skipped_snapshots: skipped,
-        logs_read: Vec::new(),
-        txns_replayed: 0,
-        torn: Vec::new(),
-        snapshot_digest_checked: None,
-        snapshot_digest_unreached: None,
-        txn_digests_checked: 0,
-        dead_sessions: Vec::new(),
-        last_zxid: snapshot_zxid,
-    };
-    // A digest older than the snapshot's start is not compared (`deserializeZxidDigest`).
-    let mut pending: Option<ZxidDigest> = digest.filter(|d| d.zxid >= snapshot_zxid);
-    let check_snapshot_digest = |tree: &ZkTree,
-                                 zxid: i64,
-                                 pending: &mut Option<ZxidDigest>,
-                                 restored: &mut Restored|
-     -> Result<()> {
-        if let Some(d) = *pending {
-            if d.zxid == zxid {
-                *pending = None;
-                if d.version == DIGEST_VERSION {
-                    if tree.digest() != d.digest {
-                        return Err(ZkDataError::DigestMismatch {
-                            zxid,
-                            source_of: format!("the digest of {}", snapshot_path.display()),
-                            expected: d.digest,
-                            found: tree.digest(),
-                        });
-                    }
-                    restored.snapshot_digest_checked = Some(zxid);
-                }
-            }
-        }
-        Ok(())
-    };
-    check_snapshot_digest(&tree, snapshot_zxid, &mut pending, &mut restored)?;
+    Err(ZkDataError::NoSnapshot {
+        dir: source.snap_dir.clone(),
+        skipped,
+    })
+}
 
-    // The log file that starts at or before the snapshot, and every later one
-    // (`FileTxnLog.getLogFiles`).
+/// The replay in progress: the tree, the live sessions, and what the checks need.
+struct Replay {
+    tree: ZkTree,
+    sessions: BTreeMap<i64, i32>,
+    restored: Restored,
+    /// The snapshot's digest until the replay reaches its zxid.
+    pending: Option<ZxidDigest>,
+    /// The last zxid applied (the snapshot's to begin with) and the file it came from.
+    previous: i64,
+    previous_file: Option<PathBuf>,
+}
+
+impl Replay {
+    fn start(snap: ZkSnapshot, skipped: Vec<(PathBuf, String)>) -> Result<Replay> {
+        let ZkSnapshot {
+            path,
+            zxid,
+            mut tree,
+            sessions,
+            digest,
+            ..
+        } = snap;
+        tree.last_processed_zxid = zxid;
+        tree.setup_quota();
+        let mut replay = Replay {
+            tree,
+            sessions,
+            restored: Restored {
+                tree: ZkTree::default(),
+                sessions: BTreeMap::new(),
+                snapshot: path,
+                snapshot_zxid: zxid,
+                skipped_snapshots: skipped,
+                logs_read: Vec::new(),
+                txns_replayed: 0,
+                torn: Vec::new(),
+                snapshot_digest_checked: None,
+                snapshot_digest_unreached: None,
+                txn_digests_checked: 0,
+                dead_sessions: Vec::new(),
+                last_zxid: zxid,
+            },
+            // A digest older than the snapshot's start is not compared
+            // (`deserializeZxidDigest`).
+            pending: digest.filter(|d| d.zxid >= zxid),
+            previous: zxid,
+            previous_file: None,
+        };
+        replay.check_snapshot_digest(zxid)?;
+        Ok(replay)
+    }
+
+    /// `compareSnapshotDigests`: once the replay reaches the digest's zxid.
+    fn check_snapshot_digest(&mut self, zxid: i64) -> Result<()> {
+        let Some(d) = self.pending.filter(|d| d.zxid == zxid) else {
+            return Ok(());
+        };
+        self.pending = None;
+        if d.version != DIGEST_VERSION {
+            return Ok(());
+        }
+        if self.tree.digest() != d.digest {
+            return Err(ZkDataError::DigestMismatch {
+                zxid,
+                source_of: format!("the digest of {}", self.restored.snapshot.display()),
+                expected: d.digest,
+                found: self.tree.digest(),
+            });
+        }
+        self.restored.snapshot_digest_checked = Some(zxid);
+        Ok(())
+    }
+
+    /// One logged entry: skipped if the snapshot holds it, else checked to follow the last
+    /// one, applied, and its digest compared.
+    fn apply(&mut self, path: &Path, offset: u64, entry: LogEntry) -> Result<()> {
+        let zxid = entry.header.zxid;
+        if zxid <= self.restored.snapshot_zxid {
+            return Ok(());
+        }
+        let previous = self.previous;
+        let follows = if epoch(zxid) == epoch(previous) {
+            zxid == previous + 1
+        } else {
+            epoch(zxid) > epoch(previous)
+        };
+        if !follows && zxid > previous {
+            return Err(ZkDataError::Gap {
+                path: path.to_path_buf(),
+                offset,
+                previous,
+                found: zxid,
+                after: self.previous_file.clone(),
+            });
+        }
+        if !follows {
+            return Err(ZkDataError::Corrupt {
+                path: path.to_path_buf(),
+                offset,
+                detail: format!(
+                    "zxid {zxid:#x} does not follow {previous:#x}: the log goes backwards"
+                ),
+            });
+        }
+        process(&mut self.tree, &mut self.sessions, &entry);
+        self.restored.txns_replayed += 1;
+        self.check_snapshot_digest(zxid)?;
+        // `compareDigest`: each logged digest once the snapshot's has been reached.
+        let logged = entry.digest.filter(|d| d.version == DIGEST_VERSION);
+        if let (None, Some(d)) = (self.pending, logged) {
+            if d.tree_digest != self.tree.digest() {
+                return Err(ZkDataError::DigestMismatch {
+                    zxid,
+                    source_of: format!(
+                        "the digest logged with it in {} at byte offset {offset}",
+                        path.display()
+                    ),
+                    expected: d.tree_digest,
+                    found: self.tree.digest(),
+                });
+            }
+            self.restored.txn_digests_checked += 1;
+        }
+        self.previous = zxid;
+        self.previous_file = Some(path.to_path_buf());
+        Ok(())
+    }
+
+    /// The checks after the last entry, then ZooKeeper's dead-session clean-up.
+    fn finish(mut self) -> Result<Restored> {
+        if let Some(d) = self.pending {
+            tracing::warn!(
+                zxid = format!("{:#x}", d.zxid),
+                "the logs never reach the zxid of the snapshot's digest; it was not compared"
+            );
+            self.restored.snapshot_digest_unreached = Some(d.zxid);
+        }
+        let last = self.tree.last_processed_zxid;
+        // A newer snapshot that was skipped proves the server got that far: the logs must too.
+        let newest_skipped = self
+            .restored
+            .skipped_snapshots
+            .iter()
+            .filter_map(|(p, _)| {
+                let zxid = snapshot::zxid_from_name(p.file_name()?.to_str()?, SNAP_PREFIX)?;
+                Some((zxid, p.clone()))
+            })
+            .max_by_key(|(zxid, _)| *zxid);
+        if let Some((newer_zxid, newer)) = newest_skipped.filter(|(z, _)| *z > last) {
+            return Err(ZkDataError::LogBehindSnapshot {
+                snapshot: newer,
+                snapshot_zxid: newer_zxid,
+                last,
+            });
+        }
+        // ZooKeeperServer.loadData: "Clean up dead sessions".
+        let mut dead: Vec<i64> = self
+            .tree
+            .sessions_with_ephemerals()
+            .into_iter()
+            .filter(|s| !self.sessions.contains_key(s))
+            .collect();
+        dead.sort_unstable();
+        for session in &dead {
+            self.tree.kill_session(*session, last, None);
+        }
+        self.restored.dead_sessions = dead;
+        self.restored.last_zxid = last;
+        self.restored.tree = self.tree;
+        self.restored.sessions = self.sessions;
+        Ok(self.restored)
+    }
+}
+
+/// The log file that starts at or before the snapshot and every later one
+/// (`FileTxnLog.getLogFiles`), in order.
+fn replay_logs(source: &Source, replay: &mut Replay, progress: Progress<'_>) -> Result<()> {
     let logs = txn_log::list(&source.log_dir)?;
-    let start = logs
+    let snapshot_zxid = replay.restored.snapshot_zxid;
+    let first = logs
         .iter()
         .rposition(|f| f.first_zxid <= snapshot_zxid)
         .unwrap_or(0);
-    let logs: Vec<LogFile> = logs.into_iter().skip(start).collect();
+    let logs: Vec<LogFile> = logs.into_iter().skip(first).collect();
     let total: u64 = logs.iter().map(|f| f.len).sum();
-    let mut done_bytes = 0u64;
-    let mut previous = snapshot_zxid;
-    let mut previous_file: Option<PathBuf> = None;
-    let count = logs.len();
+    let mut done = 0u64;
     for (i, log) in logs.iter().enumerate() {
-        let path = log.path.clone();
-        let mut visit = |offset: u64, entry: crate::txn::LogEntry| -> Result<()> {
-            let zxid = entry.header.zxid;
-            if zxid <= snapshot_zxid {
-                return Ok(());
-            }
-            let follows = if epoch(zxid) == epoch(previous) {
-                zxid == previous + 1
-            } else {
-                epoch(zxid) > epoch(previous)
-            };
-            if !follows {
-                if zxid > previous {
-                    return Err(ZkDataError::Gap {
-                        path: path.clone(),
-                        offset,
-                        previous,
-                        found: zxid,
-                        after: previous_file.clone(),
-                    });
-                }
-                return Err(ZkDataError::Corrupt {
-                    path: path.clone(),
-                    offset,
-                    detail: format!(
-                        "zxid {zxid:#x} does not follow {previous:#x}: the log goes backwards"
-                    ),
-                });
-            }
-            process(&mut tree, &mut sessions, &entry);
-            restored.txns_replayed += 1;
-            check_snapshot_digest(&tree, zxid, &mut pending, &mut restored)?;
-            if pending.is_none() {
-                if let Some(d) = entry.digest.filter(|d| d.version == DIGEST_VERSION) {
-                    if d.tree_digest != tree.digest() {
-                        return Err(ZkDataError::DigestMismatch {
-                            zxid,
-                            source_of: format!(
-                                "the digest logged with it in {} at byte offset {offset}",
-                                path.display()
-                            ),
-                            expected: d.tree_digest,
-                            found: tree.digest(),
-                        });
-                    }
-                    restored.txn_digests_checked += 1;
-                }
-            }
-            previous = zxid;
-            previous_file = Some(path.clone());
-            Ok(())
-        };
-        let base = done_bytes;
-        let mut on_bytes = |n: u64| progress(Stage::Log, base + n, total);
-        let end = txn_log::read_file(&log.path, &mut visit, &mut on_bytes)?;
-        done_bytes += log.len;
-        progress(Stage::Log, done_bytes, total);
-        restored.logs_read.push(log.path.clone());
+        let base = done;
+        let end = txn_log::read_file(
+            &log.path,
+            &mut |offset, entry| replay.apply(&log.path, offset, entry),
+            &mut |n| progress(Stage::Log, base + n, total),
+        )?;
+        done += log.len;
+        progress(Stage::Log, done, total);
+        replay.restored.logs_read.push(log.path.clone());
         match end {
             FileEnd::Clean => {}
             FileEnd::Torn { offset, reason } => {
                 tracing::warn!(path = %log.path.display(), offset, reason, "the last entry of this log file is incomplete; it ends here, as ZooKeeper ends it");
-                restored.torn.push((log.path.clone(), offset, reason));
+                replay
+                    .restored
+                    .torn
+                    .push((log.path.clone(), offset, reason));
             }
-            FileEnd::Empty if i + 1 == count => {}
+            FileEnd::Empty if i + 1 == logs.len() => {}
             FileEnd::Empty => {
                 return Err(ZkDataError::Corrupt {
                     path: log.path.clone(),
@@ -275,43 +362,5 @@ pub fn restore(source: &Source, progress: Progress<'_>) -> Result<Restored> {
             }
         }
     }
-    if let Some(d) = pending {
-        tracing::warn!(
-            zxid = format!("{:#x}", d.zxid),
-            "the logs never reach the zxid of the snapshot's digest; it was not compared"
-        );
-        restored.snapshot_digest_unreached = Some(d.zxid);
-    }
-    let last = tree.last_processed_zxid;
-    // A newer snapshot that was skipped proves the server got that far: the logs must too.
-    let newest_skipped = restored
-        .skipped_snapshots
-        .iter()
-        .filter_map(|(p, _)| {
-            let zxid = snapshot::zxid_from_name(p.file_name()?.to_str()?, SNAP_PREFIX)?;
-            Some((zxid, p.clone()))
-        })
-        .max_by_key(|(zxid, _)| *zxid);
-    if let Some((newer_zxid, newer)) = newest_skipped.filter(|(z, _)| *z > last) {
-        return Err(ZkDataError::LogBehindSnapshot {
-            snapshot: newer,
-            snapshot_zxid: newer_zxid,
-            last,
-        });
-    }
-    // ZooKeeperServer.loadData: "Clean up dead sessions".
-    let mut dead: Vec<i64> = tree
-        .sessions_with_ephemerals()
-        .into_iter()
-        .filter(|s| !sessions.contains_key(s))
-        .collect();
-    dead.sort_unstable();
-    for session in &dead {
-        tree.kill_session(*session, last, None);
-    }
-    restored.dead_sessions = dead;
-    restored.last_zxid = last;
-    restored.tree = tree;
-    restored.sessions = sessions;
-    Ok(restored)
+    Ok(())
 }

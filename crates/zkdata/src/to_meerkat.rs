@@ -11,19 +11,22 @@ use tree::acl::AclList;
 use tree::digest::NodeDigest;
 use tree::{DataTree, TreeLoader};
 
-/// Builds meerkat's tree. `/zookeeper/config`, which 3.4 snapshots lack and meerkat always
-/// has, is added when missing (with ZooKeeper's read-only ACL and aversion −1).
-pub fn to_meerkat(restored: &Restored, progress: Progress<'_>) -> Result<DataTree> {
-    let zk = &restored.tree;
+/// Builds meerkat's tree, consuming the restored ZooKeeper tree (each node is freed once
+/// copied, which keeps the peak memory near one tree). `/zookeeper/config`, which 3.4
+/// snapshots lack and meerkat always has, is added when missing (with ZooKeeper's read-only
+/// ACL and aversion −1).
+pub fn to_meerkat(restored: &mut Restored, progress: Progress<'_>) -> Result<DataTree> {
+    let zk = std::mem::take(&mut restored.tree);
     let total = zk.node_count() as u64;
+    let zk_acls = zk.acls.clone();
+    let needs_config = zk
+        .find("/zookeeper")
+        .is_some_and(|_| zk.find("/zookeeper/config").is_none());
     let mut loader = TreeLoader::new();
     let mut digest = NodeDigest::default();
     let mut acls: HashMap<i64, AclList> = HashMap::new();
     let mut failure: Option<ZkDataError> = None;
     let mut done = 0u64;
-    let needs_config = zk
-        .find("/zookeeper")
-        .is_some_and(|_| zk.find("/zookeeper/config").is_none());
     let config = ZkNode {
         data: Some(Box::from(&b""[..])),
         acl: 0,
@@ -40,6 +43,7 @@ pub fn to_meerkat(restored: &Restored, progress: Progress<'_>) -> Result<DataTre
             id: "anyone".into(),
         },
     }];
+    let snapshot = restored.snapshot.clone();
     let mut add = |loader: &mut TreeLoader,
                    acls: &mut HashMap<i64, AclList>,
                    path: &str,
@@ -51,8 +55,8 @@ pub fn to_meerkat(restored: &Restored, progress: Progress<'_>) -> Result<DataTre
             None => match acls.get(&node.acl) {
                 Some(acl) => acl.clone(),
                 None => {
-                    let list = zk.acls.get(node.acl).ok_or_else(|| ZkDataError::Invalid {
-                        path: restored.snapshot.clone(),
+                    let list = zk_acls.get(node.acl).ok_or_else(|| ZkDataError::Invalid {
+                        path: snapshot.clone(),
                         detail: format!(
                             "node {path} refers to ACL {} which the snapshot's ACL cache lacks",
                             node.acl
@@ -68,24 +72,25 @@ pub fn to_meerkat(restored: &Restored, progress: Progress<'_>) -> Result<DataTre
         loader.add_node_shared(path, node.data.as_deref(), acl, node.stat.clone())?;
         Ok(())
     };
-    zk.walk(|path, _, node| {
+    zk.drain(|path, node| {
         if failure.is_some() {
             return;
         }
         // `/zookeeper/config` goes before `/zookeeper/quota` in name order.
         if needs_config && path == "/zookeeper/quota" {
-            if let Err(e) = add(
+            let added = add(
                 &mut loader,
                 &mut acls,
                 "/zookeeper/config",
                 &config,
                 Some(&read_only),
-            ) {
+            );
+            if let Err(e) = added {
                 failure = Some(e);
                 return;
             }
         }
-        if let Err(e) = add(&mut loader, &mut acls, path, node, None) {
+        if let Err(e) = add(&mut loader, &mut acls, path, &node, None) {
             failure = Some(e);
         }
         done += 1;

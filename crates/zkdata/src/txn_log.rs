@@ -73,109 +73,19 @@ pub fn read_file(
     if empty {
         return Ok(FileEnd::Empty);
     }
-    let mut s = JuteStream::new(BufReader::with_capacity(1 << 20, file));
-    let corrupt = |offset: u64, detail: String| ZkDataError::Corrupt {
-        path: path.to_path_buf(),
-        offset,
-        detail,
+    let mut log = LogReader {
+        path,
+        s: JuteStream::new(BufReader::with_capacity(1 << 20, file)),
     };
-    let stream = |e: StreamError, at: u64| match e {
-        StreamError::Io(e) => ZkDataError::Io {
-            op: "read",
-            path: path.to_path_buf(),
-            source: e,
-        },
-        other => corrupt(other.offset().unwrap_or(at), other.describe()),
-    };
-    let magic = s.read_i32().map_err(|e| stream(e, 0))?;
-    if magic != LOG_MAGIC {
-        return Err(corrupt(
-            0,
-            format!("not a ZooKeeper transaction log: magic {magic:#010x}, expected ZKLG"),
-        ));
-    }
-    let version = s.read_i32().map_err(|e| stream(e, 4))?;
-    if version != 2 {
-        return Err(corrupt(4, format!("unknown log version {version}")));
-    }
-    s.read_i64().map_err(|e| stream(e, 8))?;
+    log.header()?;
     let mut entries = 0u64;
     loop {
-        let at = s.offset();
-        let checksum = match s.read_i64() {
-            Ok(c) => c,
-            Err(StreamError::Eof { .. }) => return Ok(FileEnd::Clean),
-            Err(e) => return Err(stream(e, at)),
+        let (at, bytes) = match log.next_entry()? {
+            Next::Entry(at, bytes) => (at, bytes),
+            Next::End(end) => return Ok(end),
         };
-        let len_at = s.offset();
-        let torn = |s: &mut JuteStream<_>, reason: &str| -> Result<FileEnd> {
-            match s.rest_is_zero() {
-                Ok(true) => Ok(FileEnd::Torn {
-                    offset: at,
-                    reason: reason.to_string(),
-                }),
-                Ok(false) => Err(corrupt(
-                    at,
-                    format!("{reason}, yet more data follows it: not a write cut short by a crash"),
-                )),
-                Err(e) => Err(stream(e, at)),
-            }
-        };
-        let len = match s.read_i32() {
-            Ok(len) => len,
-            Err(StreamError::Eof { .. }) => return torn(&mut s, "the entry is cut short"),
-            Err(e) => return Err(stream(e, len_at)),
-        };
-        if len == 0 {
-            // The preallocated zeros: the end, unless something other than zeros follows.
-            return match s.rest_is_zero() {
-                Ok(true) => Ok(FileEnd::Clean),
-                Ok(false) => Err(corrupt(
-                    at,
-                    "an empty entry (the end of the log) followed by more data".into(),
-                )),
-                Err(e) => Err(stream(e, at)),
-            };
-        }
-        if len < 0 || len as usize > BUFFER_MAX {
-            return Err(corrupt(len_at, format!("unreasonable entry length {len}")));
-        }
-        // Filled as the bytes arrive: a length the file cannot back costs nothing.
-        let mut bytes = Vec::with_capacity((len as usize).min(1 << 20));
-        let mut step = [0u8; 1 << 16];
-        let mut cut = false;
-        while bytes.len() < len as usize {
-            let n = (len as usize - bytes.len()).min(step.len());
-            match s.read_exact(&mut step[..n]) {
-                Ok(()) => bytes.extend_from_slice(&step[..n]),
-                Err(StreamError::Eof { .. }) => {
-                    cut = true;
-                    break;
-                }
-                Err(e) => return Err(stream(e, at)),
-            }
-        }
-        if cut {
-            return torn(&mut s, "the entry is cut short");
-        }
-        match s.read_u8() {
-            Ok(END_OF_RECORD) => {}
-            Ok(_) => return torn(&mut s, "the entry is incomplete (no end-of-record byte)"),
-            Err(StreamError::Eof { .. }) => return torn(&mut s, "the entry is cut short"),
-            Err(e) => return Err(stream(e, at)),
-        }
-        let actual = adler2::adler32_slice(&bytes);
-        if checksum as u64 != u64::from(actual) {
-            return Err(corrupt(
-                at,
-                format!(
-                    "checksum mismatch: the entry records {checksum:#x}, its bytes sum to \
-                     {actual:#x} (ZooKeeper refuses to start here too: \"CRC check failed\")"
-                ),
-            ));
-        }
         let entry = decode_entry(&bytes).map_err(|e| {
-            corrupt(
+            log.corrupt(
                 at,
                 format!("the entry does not decode as a transaction: {e}"),
             )
@@ -183,7 +93,129 @@ pub fn read_file(
         visit(at, entry)?;
         entries += 1;
         if entries.is_multiple_of(4096) {
-            progress(s.offset());
+            progress(log.s.offset());
         }
+    }
+}
+
+enum Next {
+    /// An entry's bytes (checksum verified) and its offset.
+    Entry(u64, Vec<u8>),
+    End(FileEnd),
+}
+
+struct LogReader<'a> {
+    path: &'a Path,
+    s: JuteStream<BufReader<std::fs::File>>,
+}
+
+impl LogReader<'_> {
+    fn corrupt(&self, offset: u64, detail: String) -> ZkDataError {
+        ZkDataError::Corrupt {
+            path: self.path.to_path_buf(),
+            offset,
+            detail,
+        }
+    }
+
+    fn stream(&self, e: StreamError, at: u64) -> ZkDataError {
+        match e {
+            StreamError::Io(e) => ZkDataError::Io {
+                op: "read",
+                path: self.path.to_path_buf(),
+                source: e,
+            },
+            other => self.corrupt(other.offset().unwrap_or(at), other.describe()),
+        }
+    }
+
+    /// Magic `ZKLG`, version 2, dbid.
+    fn header(&mut self) -> Result<()> {
+        let magic = self.s.read_i32().map_err(|e| self.stream(e, 0))?;
+        if magic != LOG_MAGIC {
+            return Err(self.corrupt(
+                0,
+                format!("not a ZooKeeper transaction log: magic {magic:#010x}, expected ZKLG"),
+            ));
+        }
+        let version = self.s.read_i32().map_err(|e| self.stream(e, 4))?;
+        if version != 2 {
+            return Err(self.corrupt(4, format!("unknown log version {version}")));
+        }
+        self.s.read_i64().map_err(|e| self.stream(e, 8))?;
+        Ok(())
+    }
+
+    /// An incomplete entry at `at`: torn if only zeros follow, damage otherwise.
+    fn torn(&mut self, at: u64, reason: &str) -> Result<Next> {
+        match self.s.rest_is_zero() {
+            Ok(true) => Ok(Next::End(FileEnd::Torn {
+                offset: at,
+                reason: reason.to_string(),
+            })),
+            Ok(false) => Err(self.corrupt(
+                at,
+                format!("{reason}, yet more data follows it: not a write cut short by a crash"),
+            )),
+            Err(e) => Err(self.stream(e, at)),
+        }
+    }
+
+    /// `FileTxnIterator.next` and `Util.readTxnBytes`: checksum, length, bytes, `B`.
+    fn next_entry(&mut self) -> Result<Next> {
+        let at = self.s.offset();
+        let checksum = match self.s.read_i64() {
+            Ok(c) => c,
+            Err(StreamError::Eof { .. }) => return Ok(Next::End(FileEnd::Clean)),
+            Err(e) => return Err(self.stream(e, at)),
+        };
+        let len_at = self.s.offset();
+        let len = match self.s.read_i32() {
+            Ok(len) => len,
+            Err(StreamError::Eof { .. }) => return self.torn(at, "the entry is cut short"),
+            Err(e) => return Err(self.stream(e, len_at)),
+        };
+        if len == 0 {
+            // The preallocated zeros: the end, unless something other than zeros follows.
+            return match self.s.rest_is_zero() {
+                Ok(true) => Ok(Next::End(FileEnd::Clean)),
+                Ok(false) => Err(self.corrupt(
+                    at,
+                    "an empty entry (the end of the log) followed by more data".into(),
+                )),
+                Err(e) => Err(self.stream(e, at)),
+            };
+        }
+        if len < 0 || len as usize > BUFFER_MAX {
+            return Err(self.corrupt(len_at, format!("unreasonable entry length {len}")));
+        }
+        // Filled as the bytes arrive: a length the file cannot back costs nothing.
+        let mut bytes = Vec::with_capacity((len as usize).min(1 << 20));
+        let mut step = [0u8; 1 << 16];
+        while bytes.len() < len as usize {
+            let n = (len as usize - bytes.len()).min(step.len());
+            match self.s.read_exact(&mut step[..n]) {
+                Ok(()) => bytes.extend_from_slice(&step[..n]),
+                Err(StreamError::Eof { .. }) => return self.torn(at, "the entry is cut short"),
+                Err(e) => return Err(self.stream(e, at)),
+            }
+        }
+        match self.s.read_u8() {
+            Ok(END_OF_RECORD) => {}
+            Ok(_) => return self.torn(at, "the entry is incomplete (no end-of-record byte)"),
+            Err(StreamError::Eof { .. }) => return self.torn(at, "the entry is cut short"),
+            Err(e) => return Err(self.stream(e, at)),
+        }
+        let actual = adler2::adler32_slice(&bytes);
+        if checksum as u64 != u64::from(actual) {
+            return Err(self.corrupt(
+                at,
+                format!(
+                    "checksum mismatch: the entry records {checksum:#x}, its bytes sum to \
+                     {actual:#x} (ZooKeeper refuses to start here too: \"CRC check failed\")"
+                ),
+            ));
+        }
+        Ok(Next::Entry(at, bytes))
     }
 }

@@ -9,6 +9,7 @@
 
 use crate::acl_cache::AclCache;
 use crate::digest::node_digest;
+use crate::quota::{self, StatsTrack};
 use proto::{Acl, ErrorCode, StatPersisted};
 use std::collections::{BTreeMap, BTreeSet, HashMap};
 
@@ -40,6 +41,8 @@ pub struct ZkTree {
     ephemerals: HashMap<i64, BTreeSet<String>>,
     digest: i64,
     pub last_processed_zxid: i64,
+    /// Paths with a quota (ZooKeeper's `pTrie`).
+    quota_paths: BTreeSet<String>,
 }
 
 const ROOT: NodeId = 0;
@@ -80,11 +83,6 @@ impl ZkTree {
 
     fn node_mut(&mut self, id: NodeId) -> Option<&mut ZkNode> {
         self.nodes.get_mut(id as usize)?.as_mut()
-    }
-
-    /// Takes a node out of the tree (for a conversion that consumes the tree).
-    pub fn take_data(&mut self, id: NodeId) -> Option<Box<[u8]>> {
-        self.node_mut(id)?.data.take()
     }
 
     /// The node at `path`: "" and "/" are the root, as ZooKeeper maps both.
@@ -238,6 +236,17 @@ impl ZkTree {
                 .or_default()
                 .insert(path.to_string());
         }
+        if parent_path.starts_with(quota::QUOTA_ROOT) {
+            if name == quota::LIMIT_NODE {
+                self.quota_paths
+                    .insert(quota::trim_quota_path(parent_path).to_string());
+            }
+            if name == quota::STAT_NODE {
+                self.update_quota_for_path(quota::trim_quota_path(parent_path));
+            }
+        }
+        let bytes = data.map_or(0, |d| d.len() as i64);
+        self.update_quota_stat(path, bytes, 1);
         Ok(())
     }
 
@@ -255,12 +264,20 @@ impl ZkTree {
         });
         let id = removed.ok_or(ErrorCode::NoNode)?;
         let owner = self.node(id).map_or(0, |n| n.stat.ephemeral_owner);
+        let bytes = self
+            .node(id)
+            .and_then(|n| n.data.as_ref())
+            .map_or(0, |d| d.len() as i64);
         self.drop_subtree(id, path);
         if is_session_owner(owner) {
             if let Some(set) = self.ephemerals.get_mut(&owner) {
                 set.remove(path);
             }
         }
+        if parent_path.starts_with("/zookeeper") && name == quota::LIMIT_NODE {
+            self.quota_paths.remove(quota::trim_quota_path(parent_path));
+        }
+        self.update_quota_stat(path, -bytes, -1);
         Ok(())
     }
 
@@ -274,6 +291,12 @@ impl ZkTree {
         time: i64,
     ) -> Result<(), ErrorCode> {
         let id = self.find(path).ok_or(ErrorCode::NoNode)?;
+        let old_len = self
+            .node(id)
+            .and_then(|n| n.data.as_ref())
+            .map_or(0, |d| d.len() as i64);
+        let new_len = data.map_or(0, |d| d.len() as i64);
+        self.update_quota_stat(path, new_len - old_len, 0);
         self.change(path, id, |n| {
             n.data = data.map(Box::from);
             n.stat.mtime = time;
@@ -281,6 +304,93 @@ impl ZkTree {
             n.stat.version = version;
         });
         Ok(())
+    }
+
+    /// `DataTree.setupQuota`, run once a snapshot is loaded: every quota's stats recounted.
+    pub fn setup_quota(&mut self) {
+        let Some(root) = self.find(quota::QUOTA_ROOT) else {
+            return;
+        };
+        let mut limits = Vec::new();
+        let mut stack = vec![(quota::QUOTA_ROOT.to_string(), root)];
+        while let Some((path, id)) = stack.pop() {
+            let Some(node) = self.node(id) else { continue };
+            if node.children.is_empty() {
+                let end = format!("/{}", quota::LIMIT_NODE);
+                if let Some(at) = path.find(&end).filter(|_| path.ends_with(&end)) {
+                    limits.push(path[quota::QUOTA_ROOT.len()..at].to_string());
+                }
+                continue;
+            }
+            for (name, child) in &node.children {
+                stack.push((format!("{path}/{name}"), *child));
+            }
+        }
+        for real in limits {
+            self.update_quota_for_path(&real);
+            self.quota_paths.insert(real);
+        }
+    }
+
+    /// `DataTree.updateQuotaForPath`: the stats node of `real` set to a fresh count of the
+    /// subtree (nodes and data bytes).
+    fn update_quota_for_path(&mut self, real: &str) {
+        let (mut count, mut bytes) = (0i64, 0i64);
+        if let Some(id) = self.find(real) {
+            let mut stack = vec![id];
+            while let Some(id) = stack.pop() {
+                let Some(node) = self.node(id) else { continue };
+                count += 1;
+                bytes += node.data.as_ref().map_or(0, |d| d.len() as i64);
+                stack.extend(node.children.values().copied());
+            }
+        }
+        self.set_quota_stats(real, StatsTrack::counted(count, bytes));
+    }
+
+    /// `DataTree.updateQuotaStat` for the innermost quota above `path`, if any.
+    fn update_quota_stat(&mut self, path: &str, bytes: i64, count: i64) {
+        if self.quota_paths.is_empty() {
+            return;
+        }
+        let Some(prefix) = self.max_quota_prefix(path) else {
+            return;
+        };
+        let Some(id) = self.find(&quota::stat_path(&prefix)) else {
+            return;
+        };
+        let parsed = self
+            .node(id)
+            .map(|n| StatsTrack::parse(n.data.as_deref().unwrap_or_default()));
+        if let Some(Some(mut stats)) = parsed {
+            stats.add(count, bytes);
+            self.set_quota_stats(&prefix, stats);
+        }
+    }
+
+    /// The deepest quota path that is `path` or above it (`getMaxPrefixWithQuota`).
+    fn max_quota_prefix(&self, path: &str) -> Option<String> {
+        let components: Vec<&str> = path.split('/').filter(|c| !c.is_empty()).collect();
+        let mut deepest = None;
+        let mut prefix = String::new();
+        for c in components {
+            prefix.push('/');
+            prefix.push_str(c);
+            if self.quota_paths.contains(&prefix) {
+                deepest = Some(prefix.clone());
+            }
+        }
+        deepest
+    }
+
+    /// Writes a stats node's text; under `/zookeeper/` nothing counts in the digest, and
+    /// ZooKeeper changes no stat field here.
+    fn set_quota_stats(&mut self, real: &str, stats: StatsTrack) {
+        if let Some(id) = self.find(&quota::stat_path(real)) {
+            if let Some(node) = self.node_mut(id) {
+                node.data = Some(stats.to_bytes().into_boxed_slice());
+            }
+        }
     }
 
     /// `DataTree.setACL`.
@@ -343,6 +453,27 @@ impl ZkTree {
 
     pub fn ephemeral_count(&self) -> usize {
         self.ephemerals.values().map(BTreeSet::len).sum()
+    }
+
+    /// Hands out every node as [`ZkTree::walk`] visits them (children moved out), freeing
+    /// each as it goes, so a conversion never holds two whole trees.
+    pub fn drain(mut self, mut visit: impl FnMut(&str, ZkNode)) {
+        let mut stack = vec![("/".to_string(), ROOT)];
+        while let Some((path, id)) = stack.pop() {
+            let Some(mut node) = self.nodes.get_mut(id as usize).and_then(Option::take) else {
+                continue;
+            };
+            let children = std::mem::take(&mut node.children);
+            for (name, child) in children.into_iter().rev() {
+                let child_path = if path == "/" {
+                    format!("/{name}")
+                } else {
+                    format!("{path}/{name}")
+                };
+                stack.push((child_path, child));
+            }
+            visit(&path, node);
+        }
     }
 
     /// Every node depth-first, parents first, children in name order, with full paths

@@ -86,12 +86,12 @@ fn a_synthetic_data_dir_imports_back_to_the_same_tree() {
     let dir = tempfile::tempdir().unwrap();
     zkdata::export::export(&tree, dir.path(), &mut zkdata::progress::quiet).unwrap();
     let source = zkdata::locate(dir.path(), None).unwrap();
-    let restored = zkdata::restore(&source, &mut zkdata::progress::quiet).unwrap();
+    let mut restored = zkdata::restore(&source, &mut zkdata::progress::quiet).unwrap();
     assert_eq!(
         restored.snapshot_digest_checked,
         Some(tree.last_processed_zxid())
     );
-    let back = zkdata::to_meerkat::to_meerkat(&restored, &mut zkdata::progress::quiet).unwrap();
+    let back = zkdata::to_meerkat::to_meerkat(&mut restored, &mut zkdata::progress::quiet).unwrap();
     assert_eq!(back.digest(), tree.digest());
     assert_eq!(back.node_count(), tree.node_count());
 }
