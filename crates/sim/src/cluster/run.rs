@@ -65,6 +65,7 @@ pub fn run_cluster(opts: ClusterOptions) -> ClusterReport {
 fn liveness_phase(w: &mut ClusterWorld) {
     w.nemesis_on = false;
     w.net.heal();
+    w.resume_all();
     for sid in w.sids() {
         w.restart(sid);
     }

@@ -141,6 +141,10 @@ pub enum Event {
     Restart {
         node: Sid,
     },
+    /// A paused node (a long GC) runs again.
+    Resume {
+        node: Sid,
+    },
     Heal,
 }
 
@@ -202,6 +206,9 @@ pub struct ClusterWorld {
     pub hang_ups: Vec<(Millis, usize)>,
     /// When clients were told their session had expired.
     pub expiries: Vec<Millis>,
+    /// Per node: paused until this time, and what arrived meanwhile (handed over in order).
+    paused_until: Vec<Millis>,
+    held: Vec<std::collections::VecDeque<Event>>,
 }
 
 impl ClusterWorld {
@@ -210,6 +217,7 @@ impl ClusterWorld {
         let net = Network::new(opts.net_delay_min_ms, opts.net_delay_max_ms);
         let nodes = (1..=opts.servers as Sid).map(Node::new).collect();
         let clients = (0..opts.clients).map(Client::new).collect();
+        let servers = opts.servers;
         ClusterWorld {
             checker: ZabChecker::new(opts.diskless),
             opts,
@@ -232,6 +240,8 @@ impl ClusterWorld {
             crashes: 0,
             hang_ups: Vec::new(),
             expiries: Vec::new(),
+            paused_until: vec![0; servers],
+            held: (0..servers).map(|_| Default::default()).collect(),
         }
     }
 
@@ -293,7 +303,52 @@ impl ClusterWorld {
         self.now = self.now.max(until);
     }
 
+    /// The node an event is handled by, if it is one node's.
+    fn target(event: &Event) -> Option<Sid> {
+        match event {
+            Event::PeerFrame { to, .. } => Some(*to),
+            Event::PeerDown { node, .. }
+            | Event::ZabTick { node, .. }
+            | Event::SessionTick { node, .. }
+            | Event::FsyncDone { node, .. }
+            | Event::SnapshotDone { node, .. }
+            | Event::ToServer { node, .. } => Some(*node),
+            _ => None,
+        }
+    }
+
     fn dispatch(&mut self, event: Event) {
+        // A paused process handles nothing until it resumes; what arrives waits in order.
+        if let Some(sid) = Self::target(&event) {
+            let i = Self::idx(sid);
+            if self.paused_until[i] > self.now {
+                if self.held[i].len() >= 100_000 {
+                    self.fail(format!("server {sid}: too many events held during a pause"));
+                    return;
+                }
+                self.held[i].push_back(event);
+                return;
+            }
+        }
+        self.handle(event);
+    }
+
+    /// Ends every pause now.
+    pub fn resume_all(&mut self) {
+        for sid in self.sids() {
+            self.resume(sid);
+        }
+    }
+
+    fn resume(&mut self, sid: Sid) {
+        let i = Self::idx(sid);
+        self.paused_until[i] = self.now;
+        while let Some(event) = self.held[i].pop_front() {
+            self.handle(event);
+        }
+    }
+
+    fn handle(&mut self, event: Event) {
         match event {
             Event::PeerFrame {
                 from,
@@ -362,6 +417,7 @@ impl ClusterWorld {
                     self.restart(node);
                 }
             }
+            Event::Resume { node } => self.resume(node),
             Event::Heal => self.net.heal(),
         }
     }
@@ -1015,7 +1071,18 @@ impl ClusterWorld {
             return;
         }
         self.schedule_fault();
-        match self.rng.below(4) {
+        match self.rng.below(5) {
+            4 => {
+                // A pause longer than syncLimit: the others must move on, and the paused one
+                // must not act on what it believed before.
+                let sids = self.sids();
+                if let Some(&sid) = self.rng.pick(&sids) {
+                    let until = self.now + self.rng.range(300, 2_500);
+                    let i = Self::idx(sid);
+                    self.paused_until[i] = self.paused_until[i].max(until);
+                    self.schedule(until, Event::Resume { node: sid });
+                }
+            }
             0 => {
                 let up: Vec<Sid> = self
                     .sids()
