@@ -43,6 +43,15 @@ diskless_not_applicable() {
         ack-before-persist) echo "diskless ACKs from memory by design" ;;
         newleader-before-durable) echo "diskless NEWLEADER ACK needs memory only, by design" ;;
         skip-truncate) echo "no log to truncate; a whole checkpoint's kept tail can only be re-proposed by a later epoch, a valid order" ;;
+        durable-before-fsync) echo "no log, so no fsync to report before" ;;
+        *) return 1 ;;
+    esac
+}
+
+# Planted bugs that need what only diskless mode has.
+durable_not_applicable() {
+    case "$1" in
+        keep-checkpoint-after-ack) echo "durable mode writes no failure checkpoint" ;;
         *) return 1 ;;
     esac
 }
@@ -61,14 +70,23 @@ if [[ "${1:-}" == "--all-bugs" ]]; then
     total=0
     bugs="ack-before-persist commit-without-quorum skip-truncate newleader-before-durable vote-after-amnesia"
     if [[ -n "$cluster" ]]; then
-        # Zab's bugs, then the host's (replica and storage). vote-after-amnesia needs an
-        # amnesiac server, which only the diskless mode has; the cluster runs durable so far.
-        bugs="ack-before-persist commit-without-quorum skip-truncate newleader-before-durable"
-        bugs="$bugs drop-when-backlog-full reply-before-event learner-expires-sessions durable-before-fsync"
+        # Zab's bugs, then the host's (replica and storage).
+        bugs="$bugs drop-when-backlog-full reply-before-event learner-expires-sessions"
+        bugs="$bugs durable-before-fsync keep-checkpoint-after-ack"
     fi
     for bug in $bugs; do
         if [[ -n "$diskless" ]] && why=$(diskless_not_applicable "$bug"); then
             echo "bug $bug: skipped in diskless mode ($why)"
+            continue
+        fi
+        if [[ -z "$diskless" ]] && why=$(durable_not_applicable "$bug"); then
+            echo "bug $bug: skipped in durable mode ($why)"
+            continue
+        fi
+        if [[ -n "$cluster" && -z "$diskless" && "$bug" == vote-after-amnesia ]]; then
+            # The model marks a wiped disk; a real durable server cannot tell a lost disk from
+            # a new one, so only diskless servers are ever amnesiac.
+            echo "bug $bug: skipped in durable mode (no amnesiac durable server without a lost disk)"
             continue
         fi
         total=$((total + 1))

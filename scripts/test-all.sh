@@ -20,9 +20,9 @@ cargo test -p sim --features planted-bugs
 ./scripts/sim.sh --both --seeds 2000
 ./scripts/sim.sh --both --all-bugs
 
-echo "== the simulator that runs the server's own replica and storage: 5,000 seeds and every planted bug, Zab's and the host's"
-./scripts/sim.sh --cluster --seeds 5000
-./scripts/sim.sh --all-bugs --seeds 1000 --cluster
+echo "== the simulator that runs the server's own replica and storage: 5,000 seeds and every planted bug, Zab's and the host's, in durable and in diskless mode"
+./scripts/sim.sh --both --seeds 5000 --cluster
+./scripts/sim.sh --both --all-bugs --seeds 1000 --cluster
 
 echo "== go-zookeeper against meerkat"
 ./scripts/compat-go.sh

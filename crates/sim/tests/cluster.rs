@@ -60,3 +60,20 @@ fn a_run_replays_exactly_from_its_seed() {
         );
     }
 }
+
+#[test]
+fn seeded_diskless_runs_of_the_replica_keep_the_diskless_promise() {
+    let mut failed = Vec::new();
+    let (mut committed, mut power_losses) = (0, 0);
+    for seed in 1..=seeds() {
+        let report = run_cluster(ClusterOptions::from_seed(seed, None, true));
+        committed += report.committed;
+        power_losses += report.losses.iter().filter(|l| l.2).count();
+        if !report.failures.is_empty() {
+            failed.push((seed, report.failures));
+        }
+    }
+    assert!(failed.is_empty(), "{failed:#?}");
+    assert!(committed > 100 * seeds() as usize, "committed {committed}");
+    eprintln!("committed={committed} power-loss windows={power_losses}");
+}

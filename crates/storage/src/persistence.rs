@@ -141,6 +141,8 @@ pub struct Persistence {
     pending_snapshot: Option<SnapshotJob>,
     /// Told when the log is cut back (see [`Persistence::on_log_cut`]).
     log_cut: Option<Box<dyn FnMut(i64) + Send>>,
+    #[cfg(feature = "planted-bugs")]
+    planted_bug: Option<crate::planted::StorageBug>,
 }
 
 impl Persistence {
@@ -227,6 +229,8 @@ impl Persistence {
             clock,
             pending_snapshot: None,
             log_cut: None,
+            #[cfg(feature = "planted-bugs")]
+            planted_bug: None,
         };
         persistence.next_snapshot_at = persistence.draw_snapshot_interval();
         Ok((persistence, recovered))
@@ -239,7 +243,13 @@ impl Persistence {
         }
         // Diskless: the proposal lives in memory only, so a checkpoint that claims this
         // server's disk holds everything it acknowledged must go before it is acknowledged.
-        if self.checkpoint_on_disk {
+        #[allow(unused_mut)]
+        let mut keep = false;
+        #[cfg(feature = "planted-bugs")]
+        if self.planted_bug == Some(crate::planted::StorageBug::KeepCheckpointAfterAck) {
+            keep = true;
+        }
+        if self.checkpoint_on_disk && !keep {
             crate::checkpoint::remove(self.fs.as_ref(), &self.options.layout)?;
             self.checkpoint_on_disk = false;
         }
@@ -438,6 +448,7 @@ impl Persistence {
     /// that it catches it).
     #[cfg(feature = "planted-bugs")]
     pub fn plant(&mut self, bug: crate::planted::StorageBug) {
+        self.planted_bug = Some(bug);
         if let Some(Log::Stepped(log)) = &mut self.wal {
             log.planted_bug = Some(bug);
         }

@@ -5,14 +5,21 @@
 pub enum StorageBug {
     /// Group commit reports a zxid durable before its fsync has returned.
     DurableBeforeFsync,
+    /// Diskless: the failure checkpoint's "whole" mark survives the next acknowledgement, so
+    /// a restart trusts a checkpoint that lacks what the server acknowledged after it.
+    KeepCheckpointAfterAck,
 }
 
 impl StorageBug {
-    pub const ALL: [StorageBug; 1] = [StorageBug::DurableBeforeFsync];
+    pub const ALL: [StorageBug; 2] = [
+        StorageBug::DurableBeforeFsync,
+        StorageBug::KeepCheckpointAfterAck,
+    ];
 
     pub fn name(self) -> &'static str {
         match self {
             StorageBug::DurableBeforeFsync => "durable-before-fsync",
+            StorageBug::KeepCheckpointAfterAck => "keep-checkpoint-after-ack",
         }
     }
 

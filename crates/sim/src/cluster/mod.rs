@@ -8,9 +8,11 @@
 //! * [`client`]: a ZooKeeper client on the wire format; its history is what is judged.
 //! * [`world`]: the event loop, the host of each node (inputs in, outputs executed), the
 //!   network, the faults.
+//! * [`durability`]: the diskless durability rules, judged on real nodes.
 //! * [`run`]: one run and its checks (the Zab checker and client checker of this crate).
 
 pub mod client;
+pub mod durability;
 pub mod node;
 pub mod run;
 pub mod world;

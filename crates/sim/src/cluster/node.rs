@@ -4,6 +4,7 @@
 
 use replica::ensemble::Ensemble;
 use replica::{Now, Replica, Settings};
+use std::collections::BTreeSet;
 use std::path::Path;
 use std::sync::{Arc, Mutex};
 use storage::faulty_fs::{FaultyFs, Tear};
@@ -50,6 +51,13 @@ pub struct Node {
     pub durable: Zxid,
     /// The disk was wiped: it may have held anything before (amnesia is Zab's business).
     pub wiped: bool,
+    /// Crashes so far, and the world's crash count at the last one.
+    pub crash_count: u64,
+    pub last_crash_at: u64,
+    /// Every zxid the applied state holds (for the durability checker).
+    pub applied_set: BTreeSet<Zxid>,
+    /// While down: what the disk holds (the newest snapshot's zxid, the checkpoint's zxids).
+    pub disk: Option<(Zxid, BTreeSet<Zxid>)>,
 }
 
 impl Node {
@@ -66,6 +74,10 @@ impl Node {
             applied: Zxid::ZERO,
             durable: Zxid::ZERO,
             wiped: false,
+            crash_count: 0,
+            last_crash_at: 0,
+            applied_set: BTreeSet::new(),
+            disk: None,
         }
     }
 
@@ -81,7 +93,7 @@ impl Node {
         self.reports = Arc::default();
         self.failure = Arc::default();
         let options = PersistenceOptions {
-            layout: storage::Layout::new(Path::new("/data"), Path::new("/data")),
+            layout: layout(),
             force_sync: true,
             segment_bytes: 64 * 1024,
             snap_count: config.snap_count,
@@ -123,6 +135,7 @@ impl Node {
         let boot = replica::boot::zab_boot(&store, &recovered, config.diskless, incarnation)
             .map_err(|e| format!("server {} cannot boot: {e}", self.sid))?;
         self.applied = Zxid::from_i64(recovered.tree.last_processed_zxid());
+        self.disk = None;
         let settings = Settings {
             tick_time_ms: config.tick_time_ms,
             min_session_timeout_ms: config.tick_time_ms * 2,
@@ -171,8 +184,17 @@ impl Node {
         self.replica = None;
         self.fs = self.fs.crash_image(tear);
         self.incarnation += 1;
+        self.crash_count += 1;
         self.fsync_in_flight = false;
         self.snapshot_in_flight = false;
+        self.disk = Some(disk_holdings(&self.fs));
+    }
+
+    /// While down: whether the disk holds `zxid` (in its newest snapshot or its checkpoint).
+    pub fn disk_holds(&self, zxid: Zxid) -> bool {
+        self.disk
+            .as_ref()
+            .is_some_and(|(snapshot, saved)| zxid <= *snapshot || saved.contains(&zxid))
     }
 
     /// The disk is lost entirely (a replaced machine).
@@ -205,6 +227,27 @@ impl Node {
     pub fn store_failure(&self) -> Option<String> {
         lock(&self.failure).clone()
     }
+}
+
+fn layout() -> storage::Layout {
+    storage::Layout::new(Path::new("/data"), Path::new("/data"))
+}
+
+/// What a disk holds for the durability checker: the snapshot recovery would load, and the
+/// proposals a failure checkpoint saved.
+fn disk_holdings(fs: &FaultyFs) -> (Zxid, BTreeSet<Zxid>) {
+    let layout = layout();
+    let snapshot = storage::recovery::recover_with(fs, &layout, Replay::Collect)
+        .map_or(Zxid::ZERO, |r| Zxid::from_i64(r.tree.last_processed_zxid()));
+    let saved = match storage::checkpoint::read(fs, &layout) {
+        Ok(Some(c)) => c
+            .proposals
+            .iter()
+            .map(|t| Zxid::from_i64(t.header.zxid))
+            .collect(),
+        _ => BTreeSet::new(),
+    };
+    (snapshot, saved)
 }
 
 fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {

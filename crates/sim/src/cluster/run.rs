@@ -26,6 +26,9 @@ pub struct ClusterReport {
     pub sessions_expired: usize,
     pub crashes: usize,
     pub events: u64,
+    /// Diskless: (committed writes lost, ms from the oldest one's commit to the failure,
+    /// after a whole-ensemble power loss) per loss.
+    pub losses: Vec<(usize, Millis, bool)>,
 }
 
 pub fn run_cluster(opts: ClusterOptions) -> ClusterReport {
@@ -42,10 +45,12 @@ pub fn run_cluster(opts: ClusterOptions) -> ClusterReport {
     w.checker.finish(&[]);
     let mut failures = std::mem::take(&mut w.failures);
     failures.extend(w.checker.failures.iter().cloned());
-    failures.extend(check_history(
-        &w.history,
-        &CommitTree::line(&w.checker.committed),
-    ));
+    let order = CommitTree {
+        committed: &w.checker.committed,
+        lost: &w.checker.lost,
+        parents: &w.checker.parents,
+    };
+    failures.extend(check_history(&w.history, &order));
     ClusterReport {
         seed: w.opts.seed,
         servers: w.opts.servers,
@@ -57,6 +62,12 @@ pub fn run_cluster(opts: ClusterOptions) -> ClusterReport {
         sessions_expired: w.sessions_expired,
         crashes: w.crashes,
         events: w.events,
+        losses: w
+            .durability
+            .losses
+            .iter()
+            .map(|l| (l.zxids.len(), l.span_ms, l.after_power_loss))
+            .collect(),
     }
 }
 

@@ -195,6 +195,7 @@ pub struct ClusterWorld {
     next_conn: u64,
     pub history: Vec<OpRecord>,
     pub checker: ZabChecker,
+    pub durability: super::durability::Durability,
     pub failures: Vec<String>,
     pub workload_on: bool,
     pub nemesis_on: bool,
@@ -220,6 +221,7 @@ impl ClusterWorld {
         let servers = opts.servers;
         ClusterWorld {
             checker: ZabChecker::new(opts.diskless),
+            durability: Default::default(),
             opts,
             now: 0,
             seq: 0,
@@ -553,27 +555,54 @@ impl ClusterWorld {
 
     fn observe(&mut self, sid: Sid, seen: Observation) {
         match seen {
-            Observation::Proposed(entry) => self.checker.on_propose(sid, &entry),
+            Observation::Proposed(entry) => {
+                self.checker.on_propose(sid, &entry);
+                if self.opts.diskless {
+                    self.durability_on_propose(entry.zxid);
+                }
+            }
             Observation::Delivered(entry) => {
-                if !self.opts.diskless && self.is_leader(sid) {
+                let leading = self.is_leader(sid);
+                if !self.opts.diskless && leading {
                     self.check_quorum_holds(sid, entry.zxid);
                 }
                 let parent = self.node(sid).applied;
                 self.checker.on_deliver(sid, &entry, parent);
-                self.node_mut(sid).applied = entry.zxid;
+                let node = self.node_mut(sid);
+                node.applied = entry.zxid;
+                node.applied_set.insert(entry.zxid);
+                if self.opts.diskless {
+                    if leading {
+                        self.durability_on_commit(sid, entry.zxid);
+                    }
+                    self.durability_on_deliver(sid, entry.zxid);
+                }
             }
             Observation::RoleChanged {
                 role,
                 epoch,
                 delivered,
             } => match role {
-                Role::Leading => self.checker.on_established(sid, epoch, delivered, self.now),
+                Role::Leading => {
+                    self.checker.on_established(sid, epoch, delivered, self.now);
+                    if self.opts.diskless {
+                        self.durability_on_established(sid, epoch);
+                    }
+                }
                 Role::Halted => self.fail(format!("server {sid} halted")),
                 _ => {}
             },
             Observation::Installed { zxid, digest } => {
                 self.checker.start_window(sid, zxid);
-                self.node_mut(sid).applied = zxid;
+                let prefix = self
+                    .checker
+                    .committed
+                    .range(..=zxid)
+                    .map(|(z, _)| *z)
+                    .collect();
+                let node = self.node_mut(sid);
+                node.applied = zxid;
+                node.applied_set = prefix;
                 let mut tree = tree::DataTree::new();
                 for entry in self.checker.committed.range(..=zxid).map(|(_, e)| e) {
                     tree.apply(&entry.txn, &mut Vec::new());
@@ -987,6 +1016,13 @@ impl ClusterWorld {
         }
         let applied = self.node(sid).applied;
         self.checker.start_window(sid, applied);
+        let prefix = self
+            .checker
+            .committed
+            .range(..=applied)
+            .map(|(z, _)| *z)
+            .collect();
+        self.node_mut(sid).applied_set = prefix;
         let incarnation = self.node(sid).incarnation;
         self.after_input(sid);
         let phase = self.rng.range(0, ZAB_TICK_MS - 1);
@@ -1016,6 +1052,8 @@ impl ClusterWorld {
         }
         self.crashes += 1;
         self.node_mut(sid).note_durable();
+        let crashes = self.crashes as u64;
+        self.node_mut(sid).last_crash_at = crashes;
         let tear = Tear::Prefix(self.rng.next_u64());
         self.node_mut(sid).crash(tear);
         // The process is gone, so are its client sockets.
@@ -1071,6 +1109,16 @@ impl ClusterWorld {
             return;
         }
         self.schedule_fault();
+        if self.opts.diskless && self.rng.chance(0.1) {
+            // Every server loses power at once: what came after the last snapshots may go.
+            self.durability.power_loss_at.get_or_insert(self.now);
+            for sid in self.sids() {
+                self.crash(sid);
+                let at = self.now + self.rng.range(20, 1_500);
+                self.schedule(at, Event::Restart { node: sid });
+            }
+            return;
+        }
         match self.rng.below(5) {
             4 => {
                 // A pause longer than syncLimit: the others must move on, and the paused one
