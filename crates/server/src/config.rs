@@ -229,6 +229,18 @@ impl ServerConfig {
     }
 }
 
+/// Reads Java properties text (for example a zkCli `-client-configuration` file): the
+/// key/value pairs in file order.
+///
+/// # Errors
+///
+/// The line and reason of a syntax error.
+pub fn read_properties(text: &str) -> Result<Vec<(String, String)>, (usize, String)> {
+    properties::read_entries(text)
+        .map(|entries| entries.into_iter().map(|e| (e.key, e.value)).collect())
+        .map_err(|e| (e.line, e.message))
+}
+
 /// UTF-8 when valid; otherwise ISO-8859-1, the encoding `Properties.load(InputStream)` assumes.
 fn decode(bytes: Vec<u8>) -> String {
     String::from_utf8(bytes)
