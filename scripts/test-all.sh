@@ -30,6 +30,9 @@ echo "== go-zookeeper against meerkat"
 echo "== the ensemble fault scenarios against Apache ZooKeeper 3.9.3 (the reference for meerkat's runs above)"
 cargo test -p meerkat --test ensemble zookeeper -- --ignored
 
+echo "== kazoo with use_ssl: meerkat and ZooKeeper 3.9.3 with the same TLS keys"
+./scripts/compat-kazoo.sh
+
 echo "== a real Prometheus server (Debian's package, installed if absent) scrapes meerkat"
 prometheus_bin="$(./scripts/prometheus.sh)"
 MEERKAT_PROMETHEUS="$prometheus_bin" cargo test -p meerkat --test prometheus -- --ignored

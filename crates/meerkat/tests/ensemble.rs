@@ -17,6 +17,9 @@
 //! or may not have happened) and each session's zxids must never go backwards; a violation fails
 //! the test with the offending operations. Scenarios run one at a time (they share 2 cores).
 //! `MEERKAT_TEST_KEEP=1` keeps every ensemble's files; a failing scenario keeps its own.
+//!
+//! `over_quorum_tls` runs some of the same scenarios with `sslQuorum=true`: every peer
+//! connection mutual TLS (certificates made by the test), the peer fault proxies in between.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
 use anyhow::{anyhow, bail, ensure, Context, Result};
@@ -47,7 +50,58 @@ fn zookeeper() -> Option<Flavor> {
 /// One scenario at a time: ensembles of JVMs or meerkats compete for 2 cores otherwise.
 static SERIAL: Mutex<()> = Mutex::new(());
 
+/// zoo.cfg lines every member of the running scenario gets besides its options' (set under
+/// [`SERIAL`] by [`run_over_quorum_tls`]).
+static EXTRA_CONFIG: Mutex<Vec<String>> = Mutex::new(Vec::new());
+
+fn extra_config() -> Vec<String> {
+    EXTRA_CONFIG
+        .lock()
+        .unwrap_or_else(|poisoned| poisoned.into_inner())
+        .clone()
+}
+
+/// Runs a meerkat scenario with `sslQuorum=true`: a CA and one member certificate for
+/// 127.0.0.1 (every member and proxy is there), as PEM files in a directory of their own.
+fn run_over_quorum_tls<F, Fut>(scenario: F)
+where
+    F: FnOnce(Flavor) -> Fut,
+    Fut: Future<Output = Result<()>>,
+{
+    let dir = tempfile::tempdir().expect("certificate dir");
+    let mut ca_params = rcgen::CertificateParams::new(Vec::<String>::new()).expect("ca");
+    ca_params
+        .distinguished_name
+        .push(rcgen::DnType::CommonName, "ensemble CA");
+    ca_params.is_ca = rcgen::IsCa::Ca(rcgen::BasicConstraints::Unconstrained);
+    let ca =
+        rcgen::CertifiedIssuer::self_signed(ca_params, rcgen::KeyPair::generate().expect("key"))
+            .expect("ca cert");
+    let key = rcgen::KeyPair::generate().expect("key");
+    let member = rcgen::CertificateParams::new(vec!["127.0.0.1".to_string()])
+        .expect("member")
+        .signed_by(&key, &ca)
+        .expect("member cert");
+    let (trust, store) = (dir.path().join("ca.pem"), dir.path().join("member.pem"));
+    std::fs::write(&trust, ca.pem()).expect("write");
+    std::fs::write(&store, format!("{}{}", key.serialize_pem(), member.pem())).expect("write");
+    let lines = vec![
+        "sslQuorum=true".to_string(),
+        format!("ssl.quorum.keyStore.location={}", store.display()),
+        format!("ssl.quorum.trustStore.location={}", trust.display()),
+    ];
+    run_with(meerkat(), lines, scenario);
+}
+
 fn run<F, Fut>(flavor: Option<Flavor>, scenario: F)
+where
+    F: FnOnce(Flavor) -> Fut,
+    Fut: Future<Output = Result<()>>,
+{
+    run_with(flavor, Vec::new(), scenario);
+}
+
+fn run_with<F, Fut>(flavor: Option<Flavor>, extra: Vec<String>, scenario: F)
 where
     F: FnOnce(Flavor) -> Fut,
     Fut: Future<Output = Result<()>>,
@@ -58,6 +112,9 @@ where
     let _serial = SERIAL
         .lock()
         .unwrap_or_else(|poisoned| poisoned.into_inner());
+    *EXTRA_CONFIG
+        .lock()
+        .unwrap_or_else(|poisoned| poisoned.into_inner()) = extra;
     let runtime = tokio::runtime::Builder::new_multi_thread()
         .worker_threads(2)
         .enable_all()
@@ -94,6 +151,23 @@ against_both!(
     five_servers_quorum_loss,
 );
 
+/// The fault scenarios with every peer connection in mutual TLS (meerkat only: the reference
+/// runs above are plaintext).
+mod over_quorum_tls {
+    #[test]
+    fn leader_kill() {
+        super::run_over_quorum_tls(super::leader_kill)
+    }
+    #[test]
+    fn leader_partition() {
+        super::run_over_quorum_tls(super::leader_partition)
+    }
+    #[test]
+    fn five_servers_quorum_loss() {
+        super::run_over_quorum_tls(super::five_servers_quorum_loss)
+    }
+}
+
 /// Diskless mode has no ZooKeeper counterpart: meerkat only.
 #[test]
 fn diskless_thesis_alg_5_2() {
@@ -125,7 +199,8 @@ struct Fixture {
 }
 
 impl Fixture {
-    async fn start(flavor: Flavor, options: Options) -> Result<Fixture> {
+    async fn start(flavor: Flavor, mut options: Options) -> Result<Fixture> {
+        options.extra_config.extend(extra_config());
         let began = Instant::now();
         let ensemble = Ensemble::start(flavor, options).await?;
         let fixture = Fixture {

@@ -55,7 +55,7 @@ pub use help::HELP;
 pub use keys::is_sensitive_key;
 pub use metrics::{MetricsSettings, PROMETHEUS_PROVIDER};
 pub use server_line::{HostPort, ServerLine, ServerRole};
-pub use tls::{ClientAuth, StoreLocation, TlsSettings};
+pub use tls::{ClientAuth, QuorumTlsSettings, StoreLocation, TlsSettings};
 pub use whitelist::FourLetterWhitelist;
 
 /// ZooKeeper's code default (`ZooKeeperServer.DEFAULT_TICK_TIME`); the sample zoo.cfg says 2000.
@@ -85,6 +85,8 @@ pub struct ServerConfig {
     pub client_port_open: bool,
     /// TLS on the client port (`secureClientPort`, `client.portUnification`, `ssl.*`).
     pub tls: TlsSettings,
+    /// TLS between ensemble members (`sslQuorum`, `ssl.quorum.*`).
+    pub quorum_tls: QuorumTlsSettings,
     /// The Prometheus endpoint (`metricsProvider.*`).
     pub metrics: MetricsSettings,
     /// The AdminServer (`admin.*`).
@@ -146,6 +148,7 @@ impl ServerConfig {
             client_port_open: true,
             tls: TlsSettings::default(),
             metrics: MetricsSettings::default(),
+            quorum_tls: QuorumTlsSettings::default(),
             admin: AdminSettings::default(),
             client_port_address: IpAddr::V4(Ipv4Addr::LOCALHOST),
             data_log_dir: data_dir.clone(),
@@ -224,6 +227,18 @@ impl ServerConfig {
             .unwrap_or(IpAddr::V4(Ipv4Addr::UNSPECIFIED));
         Some(SocketAddr::new(ip, port))
     }
+}
+
+/// Reads Java properties text (for example a zkCli `-client-configuration` file): the
+/// key/value pairs in file order.
+///
+/// # Errors
+///
+/// The line and reason of a syntax error.
+pub fn read_properties(text: &str) -> Result<Vec<(String, String)>, (usize, String)> {
+    properties::read_entries(text)
+        .map(|entries| entries.into_iter().map(|e| (e.key, e.value)).collect())
+        .map_err(|e| (e.line, e.message))
 }
 
 /// UTF-8 when valid; otherwise ISO-8859-1, the encoding `Properties.load(InputStream)` assumes.

@@ -101,6 +101,8 @@ pub enum StartError {
         address: SocketAddr,
         source: std::io::Error,
     },
+    #[error("cannot set up TLS between ensemble members (ssl.quorum.*): {0}")]
+    QuorumTls(tls::TlsError),
     #[error("cannot set up TLS on the client port: {0}")]
     Tls(#[from] tls::TlsError),
 }
@@ -225,12 +227,19 @@ pub async fn start(config: ServerConfig) -> Result<RunningServer, StartError> {
     if let (Some(membership), Some(boot)) = (membership, boot) {
         let (peer_tx, rx) = mpsc::channel(limits::PEER_EVENTS_QUEUE_LEN_MAX);
         let transport_config = membership.transport();
-        let transport = peers::Transport::start(transport_config.clone(), peer_tx)
-            .await
-            .map_err(|source| StartError::PeerListen {
-                address: transport_config.listen,
-                source,
-            })?;
+        let quorum_tls = if config.quorum_tls.enabled {
+            tracing::info!("sslQuorum=true: peer connections are mutual TLS");
+            Some(peers::QuorumTls::new(&config.quorum_tls).map_err(StartError::QuorumTls)?)
+        } else {
+            None
+        };
+        let transport =
+            peers::Transport::start_with_tls(transport_config.clone(), peer_tx, quorum_tls)
+                .await
+                .map_err(|source| StartError::PeerListen {
+                    address: transport_config.listen,
+                    source,
+                })?;
         // Room for every server's clients' writes in flight, so the backlog rarely forms.
         let in_flight = config.global_outstanding_limit.max(1) as usize * membership.members();
         let mut zab_config = membership.zab_config(config.tick_time_ms, in_flight);

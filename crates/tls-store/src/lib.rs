@@ -8,9 +8,13 @@
 //!   carrying Java's trusted-certificate attribute (what `keytool -importcert` writes).
 //! * JKS: read by `jks`; the store password also unlocks the key, as ZooKeeper passes one
 //!   password for both.
+//!
+//! [`AnyServerName`] checks a server's chain but not its name (`hostnameVerification=false`).
 
+use rustls::client::danger::{HandshakeSignatureValid, ServerCertVerified, ServerCertVerifier};
 use rustls::pki_types::pem::PemObject;
-use rustls::pki_types::{CertificateDer, PrivateKeyDer, PrivatePkcs8KeyDer};
+use rustls::pki_types::{CertificateDer, PrivateKeyDer, PrivatePkcs8KeyDer, ServerName, UnixTime};
+use rustls::{CertificateError, DigitallySignedStruct, SignatureScheme};
 use std::path::{Path, PathBuf};
 
 /// Where a store is, as the `ssl.keyStore.*` / `ssl.trustStore.*` keys say (zoo.cfg for the
@@ -284,4 +288,51 @@ fn jks_trust_store(bytes: &[u8], password: &str) -> Result<Vec<CertificateDer<'s
         }
     }
     Ok(anchors)
+}
+
+/// `hostnameVerification=false`: the chain must still be trusted; only the name is not checked.
+#[derive(Debug)]
+pub struct AnyServerName(pub std::sync::Arc<rustls::client::WebPkiServerVerifier>);
+
+impl ServerCertVerifier for AnyServerName {
+    fn verify_server_cert(
+        &self,
+        end_entity: &CertificateDer<'_>,
+        intermediates: &[CertificateDer<'_>],
+        server_name: &ServerName<'_>,
+        ocsp_response: &[u8],
+        now: UnixTime,
+    ) -> Result<ServerCertVerified, rustls::Error> {
+        match self
+            .0
+            .verify_server_cert(end_entity, intermediates, server_name, ocsp_response, now)
+        {
+            Err(rustls::Error::InvalidCertificate(
+                CertificateError::NotValidForName | CertificateError::NotValidForNameContext { .. },
+            )) => Ok(ServerCertVerified::assertion()),
+            other => other,
+        }
+    }
+
+    fn verify_tls12_signature(
+        &self,
+        message: &[u8],
+        cert: &CertificateDer<'_>,
+        dss: &DigitallySignedStruct,
+    ) -> Result<HandshakeSignatureValid, rustls::Error> {
+        self.0.verify_tls12_signature(message, cert, dss)
+    }
+
+    fn verify_tls13_signature(
+        &self,
+        message: &[u8],
+        cert: &CertificateDer<'_>,
+        dss: &DigitallySignedStruct,
+    ) -> Result<HandshakeSignatureValid, rustls::Error> {
+        self.0.verify_tls13_signature(message, cert, dss)
+    }
+
+    fn supported_verify_schemes(&self) -> Vec<SignatureScheme> {
+        self.0.supported_verify_schemes()
+    }
 }

@@ -1,6 +1,6 @@
 //! `meerkat cli`: a zkCli-class shell on the meerkat client library.
 //!
-//! `meerkat cli [-server HOSTS] [COMMAND ARGS...]`: with a command, runs it and exits with
+//! `meerkat cli [-server HOSTS] [-client-configuration FILE] [COMMAND ARGS...]`: with a command, runs it and exits with
 //! zkCli's codes (0 done, 1 failed or misused, 127 unknown command, 2 bad invocation of
 //! `meerkat cli` itself); without one, an interactive
 //! shell with history (kept in `~/.meerkat_cli_history`) and tab completion of commands and
@@ -11,7 +11,9 @@
 //! * [`format`]: zkCli's output formats.
 //! * [`words`]: splitting lines and options.
 //! * [`interactive`]: the line editor, history and completion.
+//! * [`client_configuration`]: zkCli's `-client-configuration` file (TLS).
 
+mod client_configuration;
 mod format;
 mod interactive;
 mod shell;
@@ -30,9 +32,21 @@ mod zookeeper_support;
 use shell::{Outcome, Shell, Sink, EXIT_INVALID};
 use std::sync::{Arc, Mutex};
 
+/// The TLS client a `-client-configuration` file asks for (its stores loaded now).
+fn read_client_configuration(path: &str) -> Result<Option<client::tls::TlsClient>, String> {
+    let text = std::fs::read_to_string(path).map_err(|e| e.to_string())?;
+    let properties = server::config::read_properties(&text)
+        .map_err(|(line, message)| format!("line {line}: {message}"))?;
+    match client_configuration::tls(&properties)? {
+        None => Ok(None),
+        Some(config) => config.client().map(Some).map_err(|e| e.to_string()),
+    }
+}
+
 /// Runs the cli with its arguments (after `cli`); returns the process exit code.
 pub fn main(args: Vec<String>) -> i32 {
     let mut server = "127.0.0.1:2181".to_string();
+    let mut tls = None;
     let mut rest = args.as_slice();
     while let Some(first) = rest.first() {
         match first.as_str() {
@@ -44,9 +58,24 @@ pub fn main(args: Vec<String>) -> i32 {
                 server = hosts.clone();
                 rest = &rest[2..];
             }
+            "-client-configuration" => {
+                let Some(path) = rest.get(1) else {
+                    eprintln!("Error: no argument found for option -client-configuration");
+                    return EXIT_INVALID;
+                };
+                match read_client_configuration(path) {
+                    Ok(config) => tls = config,
+                    Err(e) => {
+                        eprintln!("Error: {path}: {e}");
+                        return EXIT_INVALID;
+                    }
+                }
+                rest = &rest[2..];
+            }
             "-h" | "--help" | "-help" => {
                 eprintln!(
-                    "usage: meerkat cli [-server host:port[,host:port...][/chroot]] [cmd args]"
+                    "usage: meerkat cli [-server host:port[,host:port...][/chroot]] \
+                     [-client-configuration FILE] [cmd args]"
                 );
                 return shell::EXIT_OK;
             }
@@ -63,6 +92,7 @@ pub fn main(args: Vec<String>) -> i32 {
             return shell::EXIT_FAILED;
         }
     };
+    shell.tls = tls;
     if interactive_mode {
         println!("Connecting to {server}");
         shell.connect(&server);

@@ -63,6 +63,8 @@ pub struct Shell {
     /// Print session state changes (interactive use); watch events are always printed.
     print_session_events: bool,
     pub history: Vec<String>,
+    /// TLS for every connection (`-client-configuration` with `zookeeper.client.secure=true`).
+    pub tls: Option<client::tls::TlsClient>,
 }
 
 /// A failure of a command: the message, and whether the command was unknown.
@@ -100,6 +102,7 @@ impl Shell {
             err,
             print_session_events,
             history: Vec::new(),
+            tls: None,
         })
     }
 
@@ -109,7 +112,8 @@ impl Shell {
             self.runtime.block_on(old.close());
         }
         self.server = server.to_string();
-        let config = ClientConfig::default().with_connect_timeout(Duration::from_secs(15));
+        let mut config = ClientConfig::default().with_connect_timeout(Duration::from_secs(15));
+        config.tls = self.tls.clone();
         match self.runtime.block_on(Client::connect(server, config)) {
             Ok(client) => {
                 if self.print_session_events {

@@ -103,167 +103,213 @@ async fn four(ctx: &Context, cmd: &str) -> Result<String, String> {
 }
 
 async fn answer(primary: &str, ctx: &Context) -> Result<Map<String, Value>, String> {
-    Ok(match primary {
-        "ruok" => {
-            four(ctx, "srvr").await?;
-            Map::new()
-        }
-        "server_stats" => server_stats(ctx).await?,
-        "stats" => {
-            let mut m = server_stats(ctx).await?;
-            let stat = four(ctx, "stat").await?;
-            let clients: Vec<Value> = stat
-                .lines()
-                .filter_map(conn_line)
-                .filter(is_client)
-                .map(|c| Value::Object(brief_connection(&c)))
-                .collect();
-            m.insert("connections".into(), Value::Array(clients));
-            m.insert("secure_connections".into(), json!([]));
-            m
-        }
-        "connections" => {
-            let cons = four(ctx, "cons").await?;
-            let clients: Vec<Value> = cons
-                .lines()
-                .filter_map(conn_line)
-                .filter(is_client)
-                .map(|c| Value::Object(full_connection(&c)))
-                .collect();
-            object([
-                ("connections", Value::Array(clients)),
-                ("secure_connections", json!([])),
-            ])
-        }
-        "monitor" => monitor(ctx).await?,
-        "configuration" => configuration(ctx).await?,
-        "environment" => {
-            let envi = four(ctx, "envi").await?;
-            pairs(&envi, '=').map(|(k, v)| (k, json!(v))).collect_map()
-        }
-        "dump" => dump(ctx).await?,
-        "watch_summary" => {
-            let wchs = four(ctx, "wchs").await?;
-            let numbers: Vec<i64> = wchs
-                .split(|c: char| !c.is_ascii_digit())
-                .filter_map(|n| n.parse().ok())
-                .collect();
-            let at = |i: usize| json!(numbers.get(i).copied().unwrap_or(0));
-            object([
-                ("num_connections", at(0)),
-                ("num_paths", at(1)),
-                ("num_total_watches", at(2)),
-            ])
-        }
-        "watches" => {
-            let wchc = four(ctx, "wchc").await?;
-            let by_session: Map<String, Value> = blocks(&wchc)
-                .into_iter()
-                .map(|(s, paths)| {
-                    let id = session_id(s).map_or_else(|| s.to_string(), |i| i.to_string());
-                    (id, json!(paths))
-                })
-                .collect();
-            object([("session_id_to_watched_paths", Value::Object(by_session))])
-        }
-        "watches_by_path" => {
-            let wchp = four(ctx, "wchp").await?;
-            let by_path: Map<String, Value> = blocks(&wchp)
-                .into_iter()
-                .map(|(p, sessions)| {
-                    let ids: Vec<Value> = sessions
-                        .iter()
-                        .map(|s| session_id(s).map_or_else(|| json!(s), |i| json!(i)))
-                        .collect();
-                    (p.to_string(), Value::Array(ids))
-                })
-                .collect();
-            object([("path_to_session_ids", Value::Object(by_path))])
-        }
-        "is_read_only" => {
-            let isro = four(ctx, "isro").await?;
-            object([("read_only", json!(isro.trim() == "ro"))])
-        }
-        "connection_stat_reset" => {
-            four(ctx, "crst").await?;
-            Map::new()
-        }
-        "stat_reset" => {
-            four(ctx, "srst").await?;
-            Map::new()
-        }
-        "observer_connection_stat_reset" => Map::new(),
-        "dirs" => {
-            let (data, log) = dir_sizes(&ctx.config);
-            object([("datadir_size", json!(data)), ("logdir_size", json!(log))])
-        }
-        "hash" => object([("digests", json!([]))]),
-        "get_trace_mask" | "set_trace_mask" => object([("tracemask", json!(0))]),
-        "initial_configuration" => {
-            let mut text = String::new();
-            for (k, v) in &ctx.config.entries {
-                let v = if crate::config::is_sensitive_key(k) {
-                    "********"
-                } else {
-                    v
-                };
-                text.push_str(&format!("{k}={v}\n"));
+    if let Some(fields) = statistics(primary, ctx).await {
+        return fields;
+    }
+    if let Some(fields) = sessions_and_watches(primary, ctx).await {
+        return fields;
+    }
+    if let Some(fields) = server_and_ensemble(primary, ctx).await {
+        return fields;
+    }
+    Err(format!("Unknown command: {primary}"))
+}
+
+/// ruok, the server's statistics, connections, mntr, conf and envi; `None` for a command of
+/// another group.
+async fn statistics(primary: &str, ctx: &Context) -> Option<Result<Map<String, Value>, String>> {
+    let fields = async {
+        Ok(Some(match primary {
+            "ruok" => {
+                four(ctx, "srvr").await?;
+                Map::new()
             }
-            object([("initial_configuration", json!(text))])
-        }
-        "system_properties" => ctx
-            .config
-            .entries
-            .iter()
-            .filter(|(k, _)| !crate::config::is_sensitive_key(k))
-            .map(|(k, v)| (k.as_str(), json!(v)))
-            .collect_map(),
-        "leader" => {
-            let mntr = four(ctx, "mntr").await?;
-            let state = mntr_value(&mntr, "zk_server_state").unwrap_or_default();
-            if state == "standalone" {
-                return Err("server is not initialized".into());
+            "server_stats" => server_stats(ctx).await?,
+            "stats" => {
+                let mut m = server_stats(ctx).await?;
+                let stat = four(ctx, "stat").await?;
+                let clients: Vec<Value> = stat
+                    .lines()
+                    .filter_map(conn_line)
+                    .filter(is_client)
+                    .map(|c| Value::Object(brief_connection(&c)))
+                    .collect();
+                m.insert("connections".into(), Value::Array(clients));
+                m.insert("secure_connections".into(), json!([]));
+                m
             }
-            object([("is_leader", json!(state == "leader"))])
-        }
-        "observers" => {
-            let mntr = four(ctx, "mntr").await?;
-            let synced = mntr_value(&mntr, "zk_synced_observers")
-                .and_then(|v| v.parse::<i64>().ok())
-                .unwrap_or(0);
-            object([
-                ("synced_observers", json!(synced)),
-                ("observers", json!([])),
-            ])
-        }
-        "zabstate" => {
-            let mntr = four(ctx, "mntr").await.unwrap_or_default();
-            let state = mntr_value(&mntr, "zk_server_state").unwrap_or_default();
-            let (voting, zab) = match state.as_str() {
-                "leader" | "follower" => (true, "broadcast"),
-                "observer" => (false, "broadcast"),
-                "standalone" => (false, ""),
-                _ => (!ctx.config.servers.is_empty(), "election"),
-            };
-            object([("voting", json!(voting)), ("zabstate", json!(zab))])
-        }
-        "voting_view" => {
-            let view: Map<String, Value> = ctx
+            "connections" => {
+                let cons = four(ctx, "cons").await?;
+                let clients: Vec<Value> = cons
+                    .lines()
+                    .filter_map(conn_line)
+                    .filter(is_client)
+                    .map(|c| Value::Object(full_connection(&c)))
+                    .collect();
+                object([
+                    ("connections", Value::Array(clients)),
+                    ("secure_connections", json!([])),
+                ])
+            }
+            "monitor" => monitor(ctx).await?,
+            "configuration" => configuration(ctx).await?,
+            "environment" => {
+                let envi = four(ctx, "envi").await?;
+                pairs(&envi, '=').map(|(k, v)| (k, json!(v))).collect_map()
+            }
+            _ => return Ok(None),
+        }))
+    };
+    fields.await.transpose()
+}
+
+/// dump, the watch commands, isro, the resets, dirs, hash, trace masks and the zoo.cfg
+/// views; `None` for a command of another group.
+async fn sessions_and_watches(
+    primary: &str,
+    ctx: &Context,
+) -> Option<Result<Map<String, Value>, String>> {
+    let fields = async {
+        Ok(Some(match primary {
+            "dump" => dump(ctx).await?,
+            "watch_summary" => {
+                let wchs = four(ctx, "wchs").await?;
+                let numbers: Vec<i64> = wchs
+                    .split(|c: char| !c.is_ascii_digit())
+                    .filter_map(|n| n.parse().ok())
+                    .collect();
+                let at = |i: usize| json!(numbers.get(i).copied().unwrap_or(0));
+                object([
+                    ("num_connections", at(0)),
+                    ("num_paths", at(1)),
+                    ("num_total_watches", at(2)),
+                ])
+            }
+            "watches" => {
+                let wchc = four(ctx, "wchc").await?;
+                let by_session: Map<String, Value> = blocks(&wchc)
+                    .into_iter()
+                    .map(|(s, paths)| {
+                        let id = session_id(s).map_or_else(|| s.to_string(), |i| i.to_string());
+                        (id, json!(paths))
+                    })
+                    .collect();
+                object([("session_id_to_watched_paths", Value::Object(by_session))])
+            }
+            "watches_by_path" => {
+                let wchp = four(ctx, "wchp").await?;
+                let by_path: Map<String, Value> = blocks(&wchp)
+                    .into_iter()
+                    .map(|(p, sessions)| {
+                        let ids: Vec<Value> = sessions
+                            .iter()
+                            .map(|s| session_id(s).map_or_else(|| json!(s), |i| json!(i)))
+                            .collect();
+                        (p.to_string(), Value::Array(ids))
+                    })
+                    .collect();
+                object([("path_to_session_ids", Value::Object(by_path))])
+            }
+            "is_read_only" => {
+                let isro = four(ctx, "isro").await?;
+                object([("read_only", json!(isro.trim() == "ro"))])
+            }
+            "connection_stat_reset" => {
+                four(ctx, "crst").await?;
+                Map::new()
+            }
+            "stat_reset" => {
+                four(ctx, "srst").await?;
+                Map::new()
+            }
+            "observer_connection_stat_reset" => Map::new(),
+            "dirs" => {
+                let (data, log) = dir_sizes(&ctx.config);
+                object([("datadir_size", json!(data)), ("logdir_size", json!(log))])
+            }
+            "hash" => object([("digests", json!([]))]),
+            "get_trace_mask" | "set_trace_mask" => object([("tracemask", json!(0))]),
+            "initial_configuration" => {
+                let mut text = String::new();
+                for (k, v) in &ctx.config.entries {
+                    let v = if crate::config::is_sensitive_key(k) {
+                        "********"
+                    } else {
+                        v
+                    };
+                    text.push_str(&format!("{k}={v}\n"));
+                }
+                object([("initial_configuration", json!(text))])
+            }
+            "system_properties" => ctx
                 .config
                 .entries
                 .iter()
-                .filter_map(|(k, v)| Some((k.strip_prefix("server.")?.to_string(), json!(v))))
-                .collect();
-            object([("current_config", Value::Object(view))])
-        }
-        "last_snapshot" => return Err("last_snapshot is not available in meerkat".into()),
-        "snapshot" | "restore" => {
-            return Err(format!(
-                "{primary} is not available in meerkat (ZooKeeper disables it by default too)"
-            ))
-        }
-        _ => return Err(format!("Unknown command: {primary}")),
-    })
+                .filter(|(k, _)| !crate::config::is_sensitive_key(k))
+                .map(|(k, v)| (k.as_str(), json!(v)))
+                .collect_map(),
+            _ => return Ok(None),
+        }))
+    };
+    fields.await.transpose()
+}
+
+/// leader, observers, zabstate, voting_view, and the snapshot commands meerkat lacks; `None`
+/// for a command of another group.
+async fn server_and_ensemble(
+    primary: &str,
+    ctx: &Context,
+) -> Option<Result<Map<String, Value>, String>> {
+    let fields = async {
+        Ok(Some(match primary {
+            "leader" => {
+                let mntr = four(ctx, "mntr").await?;
+                let state = mntr_value(&mntr, "zk_server_state").unwrap_or_default();
+                if state == "standalone" {
+                    return Err("server is not initialized".into());
+                }
+                object([("is_leader", json!(state == "leader"))])
+            }
+            "observers" => {
+                let mntr = four(ctx, "mntr").await?;
+                let synced = mntr_value(&mntr, "zk_synced_observers")
+                    .and_then(|v| v.parse::<i64>().ok())
+                    .unwrap_or(0);
+                object([
+                    ("synced_observers", json!(synced)),
+                    ("observers", json!([])),
+                ])
+            }
+            "zabstate" => {
+                let mntr = four(ctx, "mntr").await.unwrap_or_default();
+                let state = mntr_value(&mntr, "zk_server_state").unwrap_or_default();
+                let (voting, zab) = match state.as_str() {
+                    "leader" | "follower" => (true, "broadcast"),
+                    "observer" => (false, "broadcast"),
+                    "standalone" => (false, ""),
+                    _ => (!ctx.config.servers.is_empty(), "election"),
+                };
+                object([("voting", json!(voting)), ("zabstate", json!(zab))])
+            }
+            "voting_view" => {
+                let view: Map<String, Value> = ctx
+                    .config
+                    .entries
+                    .iter()
+                    .filter_map(|(k, v)| Some((k.strip_prefix("server.")?.to_string(), json!(v))))
+                    .collect();
+                object([("current_config", Value::Object(view))])
+            }
+            "last_snapshot" => return Err("last_snapshot is not available in meerkat".into()),
+            "snapshot" | "restore" => {
+                return Err(format!(
+                    "{primary} is not available in meerkat (ZooKeeper disables it by default too)"
+                ))
+            }
+            _ => return Ok(None),
+        }))
+    };
+    fields.await.transpose()
 }
 
 trait CollectMap<'a> {

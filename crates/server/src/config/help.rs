@@ -68,6 +68,9 @@ ssl.ciphersuites=LIST          * all of rustls  Java (IANA) names; CBC suites ar
 X509AuthenticationProvider.superUser=DN
                                * (unset)        a certificate subject that is super
 Changed store files are picked up by the next handshake (client.certReload is implied).
+sslQuorum=BOOL                   false          mutual TLS between ensemble members, with
+                                                ssl.quorum.keyStore.* and ssl.quorum.trustStore.* (required),
+                                                ssl.quorum.hostnameVerification (default true), .protocol, ...
 
 METRICS AND ADMINSERVER (docs/operators.md)
 metricsProvider.className=CLASS  (default)      ...prometheus.PrometheusMetricsProvider serves /metrics
@@ -79,7 +82,7 @@ admin.serverPort=PORT          * 8080           its port
 admin.commandURL=PATH          * /commands      its commands' base path
 
 OTHER ZOOKEEPER KEYS
-Other ZooKeeper 3.9 keys (ssl.quorum.*, authProvider.*, quorum.auth.*,
+Other ZooKeeper 3.9 keys (authProvider.*, quorum.auth.*, ssl.quorum.context.*,
 standaloneEnabled, reconfigEnabled, skipACL,
 ...) are accepted and ignored with a warning; no warning when the value is what
 meerkat does anyway (e.g. standaloneEnabled=true, electionAlg=3). Their values

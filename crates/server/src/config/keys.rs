@@ -151,9 +151,7 @@ pub(super) const IGNORED: &[IgnoredKey] = &[
     ignored("syncEnabled", Check::Bool, Some("true")),
     ignored("standaloneEnabled", Check::Bool, Some("true")),
     ignored("reconfigEnabled", Check::Bool, Some("false")),
-    ignored("sslQuorum", Check::Bool, Some("false")),
     ignored("portUnification", Check::Bool, Some("false")),
-    ignored("sslQuorumReloadCertFiles", Check::Bool, Some("false")),
     ignored("quorum.auth.enableSasl", Check::Bool, Some("false")),
     ignored("quorum.auth.serverRequireSasl", Check::Bool, Some("false")),
     ignored("quorum.auth.learnerRequireSasl", Check::Bool, Some("false")),
@@ -408,7 +406,7 @@ mod tests {
 
     #[test]
     fn ignored_keys_and_families() {
-        assert!(ignored_for("sslQuorum").is_some());
+        assert!(ignored_for("reconfigEnabled").is_some());
         assert!(ignored_for("zookeeper.skipACL").is_some());
         assert!(has_ignored_prefix("admin.serverPort"));
         assert!(has_ignored_prefix("zookeeper.ssl.keyStore.location"));

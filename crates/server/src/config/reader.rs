@@ -236,7 +236,18 @@ impl<'a> Reader<'a> {
     /// A TLS listener needs the server's certificate; `secureClientPort` without `clientPort`
     /// leaves no plaintext port, as in ZooKeeper.
     fn finish_tls(&mut self) -> Result<(), ConfigError> {
-        let tls = std::mem::take(&mut self.tls).finish();
+        let mut keys = std::mem::take(&mut self.tls);
+        let quorum = keys.finish_quorum();
+        let tls = keys.finish();
+        if quorum.enabled && (quorum.key_store.is_none() || quorum.trust_store.is_none()) {
+            return Err(ConfigError::Missing {
+                origin: self.origin.to_string(),
+                key: "ssl.quorum.keyStore.location / ssl.quorum.trustStore.location",
+                why: "sslQuorum=true makes every peer connection mutual TLS, which needs this \
+                      server's certificate and the certificates that sign its peers'",
+            });
+        }
+        self.config.quorum_tls = quorum;
         if tls.serves_tls() && tls.key_store.is_none() {
             return Err(ConfigError::Missing {
                 origin: self.origin.to_string(),

@@ -512,9 +512,9 @@ fn unknown_keys_warn_with_key_and_line() {
 #[test]
 fn unsupported_zookeeper_keys_warn_unless_meerkat_already_behaves_so() {
     let text = "\
-sslQuorum=true
+quorum.auth.enableSasl=true
 admin.serverPort=8080
-ssl.quorum.keyStore.location=/k.jks
+ssl.quorum.context.supplier.class=x.Y
 authProvider.1=org.apache.zookeeper.server.auth.SASLAuthenticationProvider
 metricsProvider.className=org.apache.zookeeper.metrics.prometheus.PrometheusMetricsProvider
 reconfigEnabled=true
@@ -536,7 +536,7 @@ peerType=participant
     assert_eq!(unsupported, vec![2, 4, 5, 7, 13]);
     assert!(config.warnings[0]
         .to_string()
-        .contains("sslQuorum is a ZooKeeper setting meerkat does not support yet"));
+        .contains("quorum.auth.enableSasl is a ZooKeeper setting meerkat does not support yet"));
     assert_eq!(config.entries.len(), 14);
 }
 

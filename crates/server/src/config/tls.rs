@@ -79,6 +79,36 @@ impl TlsSettings {
     }
 }
 
+/// TLS between ensemble members (`sslQuorum=true` and the `ssl.quorum.*` keys, ZooKeeper's
+/// `QuorumX509Util`): every peer connection is mutual TLS.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct QuorumTlsSettings {
+    /// `sslQuorum`.
+    pub enabled: bool,
+    pub key_store: Option<StoreLocation>,
+    pub trust_store: Option<StoreLocation>,
+    /// `ssl.quorum.hostnameVerification` (default true): each side checks that the other's
+    /// certificate names the address it connects from or to.
+    pub hostname_verification: bool,
+    pub protocol: Option<String>,
+    pub enabled_protocols: Option<Vec<String>>,
+    pub cipher_suites: Option<Vec<String>>,
+}
+
+impl Default for QuorumTlsSettings {
+    fn default() -> Self {
+        Self {
+            enabled: false,
+            key_store: None,
+            trust_store: None,
+            hostname_verification: true,
+            protocol: None,
+            enabled_protocols: None,
+            cipher_suites: None,
+        }
+    }
+}
+
 /// The raw TLS keys of one file, before they are put together.
 #[derive(Debug, Default)]
 pub(super) struct TlsKeys {
@@ -86,6 +116,10 @@ pub(super) struct TlsKeys {
     key_store: StoreKeys,
     trust_store: StoreKeys,
     hostname_verification: Option<bool>,
+    pub(super) quorum: QuorumTlsSettings,
+    quorum_key_store: StoreKeys,
+    quorum_trust_store: StoreKeys,
+    quorum_hostname_verification: Option<bool>,
 }
 
 #[derive(Debug, Default)]
@@ -137,9 +171,22 @@ impl TlsKeys {
                 self.settings.secure_client_port_address = Some(values::ip_address(value)?);
                 return Ok(Outcome::Read);
             }
+            "sslQuorum" => {
+                self.quorum.enabled = values::java_bool(value)?;
+                return Ok(Outcome::Read);
+            }
+            // meerkat reads the quorum stores when it starts; ZooKeeper's reloading is off by default.
+            "sslQuorumReloadCertFiles" => {
+                return Ok(Outcome::Ignored {
+                    quiet: !values::java_bool(value)?,
+                })
+            }
             _ => {}
         }
         let name = key.strip_prefix(SYSTEM_PROPERTY_PREFIX).unwrap_or(key);
+        if let Some(quorum) = name.strip_prefix("ssl.quorum.") {
+            return self.read_quorum(quorum, value);
+        }
         let s = &mut self.settings;
         match name {
             "ssl.keyStore.location" => self.key_store.location = Some(value.to_string()),
@@ -185,6 +232,55 @@ impl TlsKeys {
             _ => return Ok(Outcome::NotMine),
         }
         Ok(Outcome::Read)
+    }
+
+    fn read_quorum(&mut self, name: &str, value: &str) -> Result<Outcome, String> {
+        let q = &mut self.quorum;
+        match name {
+            "keyStore.location" => self.quorum_key_store.location = Some(value.to_string()),
+            "keyStore.password" => self.quorum_key_store.password = Some(value.to_string()),
+            "keyStore.passwordPath" => {
+                self.quorum_key_store.password_path = Some(value.to_string());
+            }
+            "keyStore.type" => self.quorum_key_store.store_type = Some(store_type(value)?),
+            "trustStore.location" => self.quorum_trust_store.location = Some(value.to_string()),
+            "trustStore.password" => self.quorum_trust_store.password = Some(value.to_string()),
+            "trustStore.passwordPath" => {
+                self.quorum_trust_store.password_path = Some(value.to_string());
+            }
+            "trustStore.type" => self.quorum_trust_store.store_type = Some(store_type(value)?),
+            "hostnameVerification" => {
+                self.quorum_hostname_verification = Some(values::java_bool(value)?);
+            }
+            "protocol" => q.protocol = Some(value.to_string()),
+            "enabledProtocols" => q.enabled_protocols = Some(list(value)),
+            "ciphersuites" => q.cipher_suites = Some(list(value)),
+            // Peers always present certificates to each other.
+            "clientAuth" => {
+                return Ok(Outcome::Ignored {
+                    quiet: client_auth(value)? == ClientAuth::Need,
+                })
+            }
+            "sslProvider" | "handshakeDetectionTimeoutMillis" => {
+                return Ok(Outcome::Ignored { quiet: true })
+            }
+            "crl" | "ocsp" => {
+                return Ok(Outcome::Ignored {
+                    quiet: !values::java_bool(value)?,
+                })
+            }
+            _ => return Ok(Outcome::Ignored { quiet: false }),
+        }
+        Ok(Outcome::Read)
+    }
+
+    /// The quorum's TLS settings once the whole file is read.
+    pub(super) fn finish_quorum(&mut self) -> QuorumTlsSettings {
+        let mut quorum = std::mem::take(&mut self.quorum);
+        quorum.key_store = std::mem::take(&mut self.quorum_key_store).finish();
+        quorum.trust_store = std::mem::take(&mut self.quorum_trust_store).finish();
+        quorum.hostname_verification = self.quorum_hostname_verification.unwrap_or(true);
+        quorum
     }
 
     /// Puts the keys together once the whole file is read.

@@ -8,7 +8,7 @@ use super::framing::{read_frame_up_to, write_frame, FrameError};
 const HELLO_FRAME_MAX: usize = 64;
 use super::Sid;
 use std::time::Duration;
-use tokio::net::TcpStream;
+use tokio::io::{AsyncRead, AsyncWrite};
 
 const MAGIC: &[u8; 8] = b"MKPEER\x00\x01";
 /// A peer that says nothing for this long during the handshake is dropped.
@@ -46,7 +46,11 @@ fn parse(frame: &[u8]) -> Result<Sid, HandshakeError> {
 }
 
 /// Dialer side: say who we are, check who answered.
-pub async fn dial(stream: &mut TcpStream, me: Sid, expected: Sid) -> Result<(), HandshakeError> {
+pub async fn dial<S: AsyncRead + AsyncWrite + Unpin>(
+    stream: &mut S,
+    me: Sid,
+    expected: Sid,
+) -> Result<(), HandshakeError> {
     let exchange = async {
         write_frame(stream, &hello(me)).await?;
         let theirs = parse(&read_frame_up_to(stream, HELLO_FRAME_MAX).await?)?;
@@ -64,8 +68,8 @@ pub async fn dial(stream: &mut TcpStream, me: Sid, expected: Sid) -> Result<(), 
 }
 
 /// Acceptor side: learn who dialed, check it may, answer. Returns the dialer's id.
-pub async fn accept(
-    stream: &mut TcpStream,
+pub async fn accept<S: AsyncRead + AsyncWrite + Unpin>(
+    stream: &mut S,
     me: Sid,
     is_member: impl Fn(Sid) -> bool,
 ) -> Result<Sid, HandshakeError> {

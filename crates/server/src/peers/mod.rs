@@ -9,12 +9,15 @@
 //!   (Zab sees a disconnect), because dropping it silently would break FIFO.
 //!
 //! [`transport`] runs the connections, [`handshake`] is the first exchange on each,
-//! [`framing`] reads and writes length-prefixed frames.
+//! [`framing`] reads and writes length-prefixed frames, [`tls`] wraps them in mutual TLS when
+//! `sslQuorum=true`.
 
 pub mod framing;
 pub mod handshake;
+pub mod tls;
 pub mod transport;
 
+pub use tls::QuorumTls;
 pub use transport::{PeerEvent, Transport, TransportConfig, PEER_QUEUE_FRAMES};
 
 /// A server's id: the N of `server.N` and of its `myid` file.

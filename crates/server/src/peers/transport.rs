@@ -3,6 +3,7 @@
 
 use super::framing::{read_frame, write_frame};
 use super::handshake;
+use super::tls::{PeerStream, QuorumTls};
 use super::Sid;
 use std::collections::{BTreeMap, HashMap};
 use std::net::SocketAddr;
@@ -65,6 +66,15 @@ impl Transport {
         config: TransportConfig,
         events: mpsc::Sender<PeerEvent>,
     ) -> std::io::Result<Transport> {
+        Self::start_with_tls(config, events, None).await
+    }
+
+    /// [`Transport::start`], every connection in mutual TLS when `tls` is given.
+    pub async fn start_with_tls(
+        config: TransportConfig,
+        events: mpsc::Sender<PeerEvent>,
+        tls: Option<QuorumTls>,
+    ) -> std::io::Result<Transport> {
         let listener = TcpListener::bind(config.listen).await?;
         let local_addr = listener.local_addr()?;
         let mut slots = HashMap::new();
@@ -85,9 +95,15 @@ impl Transport {
                 inbound_rx,
                 slot,
                 events.clone(),
+                tls.clone(),
             )));
         }
-        tasks.push(tokio::spawn(accept_loop(listener, config.me, inbound_txs)));
+        tasks.push(tokio::spawn(accept_loop(
+            listener,
+            config.me,
+            inbound_txs,
+            tls,
+        )));
         Ok(Transport {
             slots,
             tasks,
@@ -170,7 +186,8 @@ fn lock(slot: &Mutex<Slot>) -> std::sync::MutexGuard<'_, Slot> {
 async fn accept_loop(
     listener: TcpListener,
     me: Sid,
-    inbound: HashMap<Sid, mpsc::Sender<TcpStream>>,
+    inbound: HashMap<Sid, mpsc::Sender<PeerStream>>,
+    tls: Option<QuorumTls>,
 ) {
     let inbound = Arc::new(inbound);
     // Handshakes run beside the loop but belong to it: when the transport stops, a handshake
@@ -181,15 +198,26 @@ async fn accept_loop(
             accepted = listener.accept() => accepted,
             Some(_) = handshakes.join_next(), if !handshakes.is_empty() => continue,
         };
-        let Ok((mut stream, addr)) = accepted else {
+        let Ok((stream, addr)) = accepted else {
             tokio::time::sleep(Duration::from_millis(10)).await;
             continue;
         };
-        let inbound = inbound.clone();
+        let (inbound, tls) = (inbound.clone(), tls.clone());
         handshakes.spawn(async move {
             let _ = stream.set_nodelay(true);
-            match handshake::accept(&mut stream, me, |sid| inbound.contains_key(&sid)).await {
-                Ok(sid) => {
+            let is_member = |sid| inbound.contains_key(&sid);
+            let accepted = match tls {
+                None => {
+                    let mut stream = stream;
+                    handshake::accept(&mut stream, me, is_member)
+                        .await
+                        .map(|sid| (sid, PeerStream::Plain(stream)))
+                        .map_err(|e| e.to_string())
+                }
+                Some(tls) => accept_tls(&tls, addr, stream, me, is_member).await,
+            };
+            match accepted {
+                Ok((sid, stream)) => {
                     if let Some(tx) = inbound.get(&sid) {
                         let _ = tx.send(stream).await;
                     }
@@ -200,22 +228,60 @@ async fn accept_loop(
     }
 }
 
+/// The acceptor's TLS handshake, then the meerkat one inside it.
+async fn accept_tls(
+    tls: &QuorumTls,
+    addr: SocketAddr,
+    stream: TcpStream,
+    me: Sid,
+    is_member: impl Fn(Sid) -> bool,
+) -> Result<(Sid, PeerStream), String> {
+    let mut stream = tokio::time::timeout(handshake::HANDSHAKE_TIMEOUT, tls.accept(addr, stream))
+        .await
+        .map_err(|_| "TLS handshake not finished in time".to_string())?
+        .map_err(|e| format!("TLS: {e}"))?;
+    let sid = handshake::accept(&mut stream, me, is_member)
+        .await
+        .map_err(|e| e.to_string())?;
+    Ok((sid, PeerStream::Tls(stream)))
+}
+
+/// The dialer's TLS handshake, then the meerkat one inside it.
+async fn dial_tls(
+    tls: &QuorumTls,
+    addr: SocketAddr,
+    stream: TcpStream,
+    me: Sid,
+    sid: Sid,
+) -> Result<PeerStream, String> {
+    let mut stream = tokio::time::timeout(handshake::HANDSHAKE_TIMEOUT, tls.connect(addr, stream))
+        .await
+        .map_err(|_| "TLS handshake not finished in time".to_string())?
+        .map_err(|e| format!("TLS: {e}"))?;
+    handshake::dial(&mut stream, me, sid)
+        .await
+        .map_err(|e| e.to_string())?;
+    Ok(PeerStream::Tls(stream))
+}
+
 /// Owns the connection to `sid` for the server's lifetime: establish, serve, report, repeat.
+#[allow(clippy::too_many_arguments)] // the task's whole state, passed once at spawn
 async fn peer_task(
     me: Sid,
     sid: Sid,
     dial: Option<SocketAddr>,
     queue: usize,
-    mut inbound: mpsc::Receiver<TcpStream>,
+    mut inbound: mpsc::Receiver<PeerStream>,
     slot: Arc<Mutex<Slot>>,
     events: mpsc::Sender<PeerEvent>,
+    tls: Option<QuorumTls>,
 ) {
-    let mut next: Option<TcpStream> = None;
+    let mut next: Option<PeerStream> = None;
     loop {
         let stream = match next.take() {
             Some(s) => s,
             None => match dial {
-                Some(addr) => dial_until_up(me, sid, addr).await,
+                Some(addr) => dial_until_up(me, sid, addr, tls.as_ref()).await,
                 None => match inbound.recv().await {
                     Some(s) => s,
                     None => return,
@@ -242,13 +308,20 @@ async fn peer_task(
     }
 }
 
-async fn dial_until_up(me: Sid, sid: Sid, addr: SocketAddr) -> TcpStream {
+async fn dial_until_up(me: Sid, sid: Sid, addr: SocketAddr, tls: Option<&QuorumTls>) -> PeerStream {
     let mut backoff = DIAL_BACKOFF_MIN;
     loop {
         if let Ok(mut stream) = TcpStream::connect(addr).await {
             let _ = stream.set_nodelay(true);
-            match handshake::dial(&mut stream, me, sid).await {
-                Ok(()) => return stream,
+            let dialed = match tls {
+                None => handshake::dial(&mut stream, me, sid)
+                    .await
+                    .map(|()| PeerStream::Plain(stream))
+                    .map_err(|e| e.to_string()),
+                Some(tls) => dial_tls(tls, addr, stream, me, sid).await,
+            };
+            match dialed {
+                Ok(stream) => return stream,
                 Err(e) => tracing::warn!(peer = sid, %addr, error = %e, "peer handshake failed"),
             }
         }
@@ -261,13 +334,13 @@ async fn dial_until_up(me: Sid, sid: Sid, addr: SocketAddr) -> TcpStream {
 /// (returned, to be served next).
 async fn serve(
     sid: Sid,
-    stream: TcpStream,
+    stream: PeerStream,
     mut rx: mpsc::Receiver<Outgoing>,
     close: &Notify,
-    inbound: &mut mpsc::Receiver<TcpStream>,
+    inbound: &mut mpsc::Receiver<PeerStream>,
     events: &mpsc::Sender<PeerEvent>,
-) -> Option<TcpStream> {
-    let (mut read_half, write_half) = stream.into_split();
+) -> Option<PeerStream> {
+    let (mut read_half, write_half) = stream.split();
     let writer = async move {
         let mut w = BufWriter::with_capacity(64 << 10, write_half);
         while let Some(outgoing) = rx.recv().await {

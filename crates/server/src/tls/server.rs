@@ -247,3 +247,80 @@ fn build(settings: &TlsSettings) -> Result<Arc<rustls::ServerConfig>, TlsError> 
         .map_err(|e| TlsError::Identity(e.to_string()))?;
     Ok(Arc::new(config))
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn settings() -> TlsSettings {
+        TlsSettings::default()
+    }
+
+    #[test]
+    fn protocols_default_to_ssl_protocol_as_zookeepers_netty_server() {
+        let only_13 = protocol_versions(&settings()).expect("default");
+        assert_eq!(only_13, vec![&rustls::version::TLS13]);
+        let mut s = settings();
+        s.protocol = Some("TLSv1.2".into());
+        assert_eq!(
+            protocol_versions(&s).expect("1.2"),
+            vec![&rustls::version::TLS12]
+        );
+        s.enabled_protocols = Some(vec!["TLSv1.1".into(), "TLSv1.2".into(), "TLSv1.3".into()]);
+        let both = protocol_versions(&s).expect("1.2 and 1.3; 1.1 skipped");
+        assert_eq!(both, vec![&rustls::version::TLS12, &rustls::version::TLS13]);
+        s.enabled_protocols = Some(vec!["SSLv3".into()]);
+        assert!(matches!(
+            protocol_versions(&s),
+            Err(TlsError::NoProtocol(_))
+        ));
+    }
+
+    #[test]
+    fn cipher_suites_by_java_names() {
+        let mut s = settings();
+        s.cipher_suites = Some(vec![
+            "TLS_AES_128_GCM_SHA256".into(),
+            "TLS_ECDHE_RSA_WITH_AES_256_GCM_SHA384".into(),
+            "TLS_ECDHE_RSA_WITH_AES_128_CBC_SHA".into(),
+        ]);
+        let names: Vec<String> = provider(&s)
+            .expect("two of three map")
+            .cipher_suites
+            .iter()
+            .map(|c| format!("{:?}", c.suite()))
+            .collect();
+        assert_eq!(
+            names,
+            vec![
+                "TLS13_AES_128_GCM_SHA256",
+                "TLS_ECDHE_RSA_WITH_AES_256_GCM_SHA384"
+            ]
+        );
+        s.cipher_suites = Some(vec!["TLS_RSA_WITH_AES_128_CBC_SHA".into()]);
+        assert!(matches!(provider(&s), Err(TlsError::NoCipherSuite(_))));
+    }
+
+    #[test]
+    fn client_auth_needs_a_trust_store_and_a_key_store_is_required() {
+        let dir = tempfile::tempdir().expect("dir");
+        let key = rcgen::KeyPair::generate().expect("key");
+        let cert = rcgen::CertificateParams::new(vec!["localhost".to_string()])
+            .expect("params")
+            .self_signed(&key)
+            .expect("cert");
+        let pem = dir.path().join("server.pem");
+        std::fs::write(&pem, format!("{}{}", key.serialize_pem(), cert.pem())).expect("write");
+        let mut s = settings();
+        s.key_store = Some(StoreLocation::new(&pem));
+        assert!(matches!(
+            ServerTls::new(&s),
+            Err(TlsError::NoTrustStore(ClientAuth::Need))
+        ));
+        s.client_auth = ClientAuth::None;
+        ServerTls::new(&s).expect("no client auth, no trust store needed");
+        s.key_store = Some(StoreLocation::new(dir.path().join("missing.pem")));
+        let error = ServerTls::new(&s).expect_err("missing file");
+        assert!(error.to_string().contains("missing.pem"), "{error}");
+    }
+}
