@@ -71,7 +71,7 @@ if [[ "${1:-}" == "--all-bugs" ]]; then
     bugs="ack-before-persist commit-without-quorum skip-truncate newleader-before-durable vote-after-amnesia"
     if [[ -n "$cluster" ]]; then
         # Zab's bugs, then the host's (replica and storage).
-        bugs="$bugs drop-when-backlog-full reply-before-event learner-expires-sessions"
+        bugs="$bugs drop-when-backlog-full reply-before-event learner-expires-sessions forget-refused-expiry"
         bugs="$bugs durable-before-fsync keep-checkpoint-after-ack"
     fi
     for bug in $bugs; do

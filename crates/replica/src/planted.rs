@@ -12,13 +12,17 @@ pub enum HostBug {
     /// A member that is not the leader expires sessions by its own clock, though it never
     /// hears from clients of other members.
     LearnerExpiresSessions,
+    /// The leader takes due sessions off its tracker whether or not its backlog has room, and
+    /// an expiry the full backlog refuses is forgotten: the session never ends.
+    ForgetRefusedExpiry,
 }
 
 impl HostBug {
-    pub const ALL: [HostBug; 3] = [
+    pub const ALL: [HostBug; 4] = [
         HostBug::DropWhenBacklogFull,
         HostBug::ReplyBeforeEvent,
         HostBug::LearnerExpiresSessions,
+        HostBug::ForgetRefusedExpiry,
     ];
 
     pub fn name(self) -> &'static str {
@@ -26,6 +30,7 @@ impl HostBug {
             HostBug::DropWhenBacklogFull => "drop-when-backlog-full",
             HostBug::ReplyBeforeEvent => "reply-before-event",
             HostBug::LearnerExpiresSessions => "learner-expires-sessions",
+            HostBug::ForgetRefusedExpiry => "forget-refused-expiry",
         }
     }
 

@@ -968,7 +968,15 @@ impl<S: Store> Replica<S> {
             if ensemble.is_leader() && ensemble.serving {
                 // Expiries wait on the tracker while the backlog is full: the leader's own
                 // work is delayed, never refused.
-                let room = self.backlog_room();
+                #[allow(unused_mut)]
+                let mut room = self.backlog_room();
+                #[cfg(feature = "planted-bugs")]
+                if self
+                    .settings
+                    .bug(crate::planted::HostBug::ForgetRefusedExpiry)
+                {
+                    room = usize::MAX;
+                }
                 let expired = self
                     .sessions
                     .take_expired(now, crate::limits::EXPIRIES_PER_TICK_MAX.min(room));

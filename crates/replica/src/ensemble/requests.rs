@@ -277,6 +277,13 @@ impl<S: Store> Replica<S> {
                     backlog,
                     "leader backlog full: the session's end waits for the next expiry check"
                 );
+                #[cfg(feature = "planted-bugs")]
+                if self
+                    .settings
+                    .bug(crate::planted::HostBug::ForgetRefusedExpiry)
+                {
+                    return;
+                }
                 // Due again at once: the next check that finds room ends it.
                 if let Some(&timeout) = self.tree.sessions().get(&session_id) {
                     let timeout_ms = timeout.max(0) as u32;

@@ -99,7 +99,8 @@ fn liveness_phase(w: &mut ClusterWorld) {
     let stable_from = w.now;
     w.run_until(w.now + 2 * TIMEOUT_MS);
     w.workload_on = false;
-    w.run_until(w.now + 2_500);
+    // Idle clients do not ping: every session must end within its timeout (and a tick).
+    w.run_until(w.now + 2_500 + 2 * super::client::SESSION_TIMEOUT_MS as Millis);
     let silent: Vec<usize> = w
         .hang_ups
         .iter()
@@ -127,6 +128,22 @@ fn liveness_phase(w: &mut ClusterWorld) {
     if expired > 0 {
         w.fail(format!(
             "sessions: {expired} sessions of active clients expired in a healthy ensemble"
+        ));
+    }
+    // No session outlives its idle client: each was closed or expired by the leader.
+    let left: Vec<i64> = w
+        .nodes
+        .iter()
+        .filter_map(|n| n.replica.as_ref())
+        .flat_map(|r| r.tree.sessions().keys().copied().collect::<Vec<_>>())
+        .collect();
+    if !left.is_empty() {
+        let mut left = left;
+        left.sort_unstable();
+        left.dedup();
+        w.fail(format!(
+            "sessions: {} sessions outlived their idle clients: {left:x?}",
+            left.len()
         ));
     }
     let states = w.applied_states();
