@@ -39,6 +39,13 @@ pub enum ClientOp {
     Sync,
     /// The client ends its session (its ephemerals go with it).
     CloseSession,
+    /// multi: check `key` is at `version`, then set it and delete `other`, all or nothing.
+    Multi {
+        key: usize,
+        version: i32,
+        value: Vec<u8>,
+        other: usize,
+    },
 }
 
 impl ClientOp {

@@ -211,6 +211,26 @@ pub fn to_request(op: &ClientOp) -> Option<Request> {
             version: -1,
         }),
         ClientOp::CloseSession => Request::CloseSession,
+        ClientOp::Multi {
+            key,
+            version,
+            value,
+            other,
+        } => Request::Multi(vec![
+            proto::multi::MultiOp::Check(PathAndVersion {
+                path: KEYS[*key].into(),
+                version: *version,
+            }),
+            proto::multi::MultiOp::SetData(SetDataRequest {
+                path: KEYS[*key].into(),
+                data: Some(value.clone()),
+                version: -1,
+            }),
+            proto::multi::MultiOp::Delete(PathAndVersion {
+                path: KEYS[*other].into(),
+                version: -1,
+            }),
+        ]),
         ClientOp::Get { .. } | ClientOp::Sync => return None,
     })
 }

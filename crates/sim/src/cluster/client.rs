@@ -169,6 +169,26 @@ pub fn request_of(op: &ClientOp) -> Request {
         }),
         ClientOp::Sync => Request::Sync(proto::PathRecord { path: "/".into() }),
         ClientOp::CloseSession => Request::CloseSession,
+        ClientOp::Multi {
+            key,
+            version,
+            value,
+            other,
+        } => Request::Multi(vec![
+            proto::multi::MultiOp::Check(PathAndVersion {
+                path: KEYS[*key].into(),
+                version: *version,
+            }),
+            proto::multi::MultiOp::SetData(SetDataRequest {
+                path: KEYS[*key].into(),
+                data: Some(value.clone()),
+                version: -1,
+            }),
+            proto::multi::MultiOp::Delete(PathAndVersion {
+                path: KEYS[*other].into(),
+                version: -1,
+            }),
+        ]),
     }
 }
 
@@ -306,6 +326,10 @@ pub fn changed_paths(body: &proto::txn::TxnBody) -> Vec<&str> {
         TxnBody::Create(t) | TxnBody::Create2(t) => vec![t.path.as_str()],
         TxnBody::Delete(t) | TxnBody::DeleteContainer(t) => vec![t.path.as_str()],
         TxnBody::SetData(t) => vec![t.path.as_str()],
+        // A multi with an error part applied nothing (the tree's all-or-nothing rule).
+        TxnBody::Multi(bodies) if bodies.iter().any(|b| matches!(b, TxnBody::Error(_))) => {
+            Vec::new()
+        }
         TxnBody::Multi(bodies) => bodies.iter().flat_map(changed_paths).collect(),
         _ => Vec::new(),
     }
