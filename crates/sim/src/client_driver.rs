@@ -49,7 +49,7 @@ impl World {
                 }
                 let zxid = match &result {
                     OpResult::Written { zxid, .. } | OpResult::Read { zxid, .. } => Some(*zxid),
-                    OpResult::Refused => None,
+                    OpResult::Refused | OpResult::Watched { .. } => None,
                 };
                 if let Some(z) = zxid {
                     let c = &mut self.clients[ci];

@@ -39,6 +39,10 @@ pub enum ClientOp {
     Sync,
     /// The client ends its session (its ephemerals go with it).
     CloseSession,
+    /// addWatch: a persistent watch on `key` (every later change fires it).
+    AddWatch {
+        key: usize,
+    },
     /// multi: check `key` is at `version`, then set it and delete `other`, all or nothing.
     Multi {
         key: usize,
@@ -50,7 +54,7 @@ pub enum ClientOp {
 
 impl ClientOp {
     pub fn is_write(&self) -> bool {
-        !matches!(self, ClientOp::Get { .. })
+        !matches!(self, ClientOp::Get { .. } | ClientOp::AddWatch { .. })
     }
 }
 
@@ -72,6 +76,8 @@ pub enum OpResult {
     Read { zxid: Zxid, value: NodeValue },
     /// The request was certainly not executed (the server refused it).
     Refused,
+    /// A watch was set at the server's state after `zxid`.
+    Watched { zxid: Zxid },
 }
 
 /// One operation in the history. `result` None means the outcome is unknown (connection lost

@@ -231,7 +231,7 @@ pub fn to_request(op: &ClientOp) -> Option<Request> {
                 version: -1,
             }),
         ]),
-        ClientOp::Get { .. } | ClientOp::Sync => return None,
+        ClientOp::Get { .. } | ClientOp::Sync | ClientOp::AddWatch { .. } => return None,
     })
 }
 

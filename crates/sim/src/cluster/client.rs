@@ -58,6 +58,9 @@ pub struct Client {
     /// Data watches this connection set (a getData with watch), by key: the zxid the read
     /// saw. Each fires at the first change to its key after that.
     pub watches: std::collections::BTreeMap<usize, Zxid>,
+    /// Persistent watches (addWatch), by key: the zxid of the last change heard of (or of the
+    /// state they were set at). Each fires at every change.
+    pub persistent: std::collections::BTreeMap<usize, Zxid>,
 }
 
 impl Client {
@@ -76,6 +79,7 @@ impl Client {
             last_request_at: 0,
             last_reply_at: 0,
             watches: Default::default(),
+            persistent: Default::default(),
             quiet_until: 0,
             may_have_expired: false,
         }
@@ -103,6 +107,7 @@ impl Client {
     pub fn disconnect(&mut self) {
         // This client does not re-register watches on a new connection (setWatches).
         self.watches.clear();
+        self.persistent.clear();
         self.outstanding.clear();
         self.server = None;
         self.conn = None;
@@ -169,6 +174,11 @@ pub fn request_of(op: &ClientOp) -> Request {
         }),
         ClientOp::Sync => Request::Sync(proto::PathRecord { path: "/".into() }),
         ClientOp::CloseSession => Request::CloseSession,
+        ClientOp::AddWatch { key } => Request::AddWatch(proto::AddWatchRequest {
+            path: KEYS[*key].into(),
+            // PERSISTENT (0); recursive is 1.
+            mode: 0,
+        }),
         ClientOp::Multi {
             key,
             version,
@@ -272,6 +282,7 @@ pub fn result_of(op: &ClientOp, header: &ReplyHeader, body: &[u8]) -> Result<OpR
         return Ok(OpResult::Refused);
     }
     Ok(match op {
+        ClientOp::AddWatch { .. } if header.err == 0 => OpResult::Watched { zxid },
         ClientOp::Get { .. } => {
             let value: NodeValue = if header.err == 0 {
                 let data = GetDataResponse::decode(&mut Reader::new(body))

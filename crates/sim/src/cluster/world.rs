@@ -853,7 +853,8 @@ impl ClusterWorld {
             },
             59 if self.nemesis_on => ClientOp::CloseSession,
             59 => ClientOp::Delete { key },
-            60..=79 => ClientOp::Get { key },
+            60..=76 => ClientOp::Get { key },
+            77..=79 => ClientOp::AddWatch { key },
             _ => ClientOp::Sync,
         };
         let sync = matches!(op, ClientOp::Sync);
@@ -925,9 +926,13 @@ impl ClusterWorld {
             return;
         }
         let (header, body) = match client::decode_incoming(&frame) {
-            Ok(Incoming::Event { path, .. }) => {
+            Ok(Incoming::Event { path, zxid }) => {
                 if let Some(key) = KEYS.iter().position(|k| *k == path) {
-                    self.clients[ci].watches.remove(&key);
+                    let c = &mut self.clients[ci];
+                    c.watches.remove(&key);
+                    if let Some(since) = c.persistent.get_mut(&key) {
+                        *since = (*since).max(Zxid::from_i64(zxid));
+                    }
                 }
                 return;
             }
@@ -966,6 +971,11 @@ impl ClusterWorld {
                 self.clients[ci].watches.insert(*key, *zxid);
             }
         }
+        if let (ClientOp::AddWatch { key }, OpResult::Watched { zxid }) =
+            (&self.history[record].op, &result)
+        {
+            self.clients[ci].persistent.entry(*key).or_insert(*zxid);
+        }
         let closed = matches!(self.history[record].op, ClientOp::CloseSession) && header.err == 0;
         let rec = &mut self.history[record];
         rec.completed_at = Some(self.now);
@@ -984,7 +994,8 @@ impl ClusterWorld {
     /// at or before `zxid` without its event having arrived.
     fn check_events_came_first(&mut self, ci: usize, zxid: Zxid) {
         let mut missed = None;
-        for (&key, &since) in &self.clients[ci].watches {
+        let c = &self.clients[ci];
+        for (&key, &since) in c.watches.iter().chain(c.persistent.iter()) {
             if zxid <= since {
                 continue;
             }
@@ -1004,6 +1015,7 @@ impl ClusterWorld {
                 KEYS[key]
             ));
             self.clients[ci].watches.remove(&key);
+            self.clients[ci].persistent.remove(&key);
         }
     }
 
