@@ -1373,11 +1373,16 @@ fn damaged_inputs(scratch: &Path, zk_data: &Path) {
         text.contains("log file(s)") && !text.contains(" 0 log file(s)"),
         "{text}"
     );
-    // ZooKeeper's zoo.cfg names its dataDir just as well.
+    // ZooKeeper's zoo.cfg names its dataDir just as well. The scratch dir holds the zoo.cfg of
+    // every ZooKeeper this test started (the export's too): take the one of `zk_data`.
+    let data_dir_line = format!("dataDir={}\n", zk_data.display());
     let zoo_cfg = std::fs::read_dir(scratch)
         .unwrap()
         .map(|e| e.unwrap().path())
-        .find(|p| p.file_name().unwrap().to_string_lossy().starts_with("zoo-"))
+        .find(|p| {
+            p.file_name().unwrap().to_string_lossy().starts_with("zoo-")
+                && std::fs::read_to_string(p).is_ok_and(|t| t.contains(&data_dir_line))
+        })
         .unwrap();
     let by_cfg = meerkat(&[
         "data",
