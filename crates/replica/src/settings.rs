@@ -15,6 +15,9 @@ pub struct Settings {
     pub container_max_per_minute: u32,
     /// `znode.container.maxNeverUsedIntervalMs` (0: never-used containers are kept).
     pub container_max_never_used_ms: i64,
+    /// How long an ensemble member without a leader holds its clients' connections and
+    /// requests before it closes them (see `ensemble::hold`); about a tick by default.
+    pub failover_hold_ms: u64,
     /// Output [`crate::Output::Observed`] for a checker (the simulator).
     pub observe: bool,
     /// A deliberately wrong variant, for the simulator to catch.
@@ -41,6 +44,7 @@ impl Default for Settings {
             container_check_interval_ms: 60_000,
             container_max_per_minute: 10_000,
             container_max_never_used_ms: 0,
+            failover_hold_ms: 2000,
             observe: false,
             #[cfg(feature = "planted-bugs")]
             planted_bug: None,
