@@ -126,9 +126,14 @@ class EnsembleFailoverTest {
         final List<Path> logs = new ArrayList<>();
 
         static Ensemble start(Flavor flavor) throws IOException {
+            return start(flavor, "");
+        }
+
+        /** With `extraConfig` (zoo.cfg lines) added to every member's file. */
+        static Ensemble start(Flavor flavor, String extraConfig) throws IOException {
             Ensemble e = new Ensemble();
             try {
-                e.launch(flavor);
+                e.launch(flavor, extraConfig);
                 e.awaitServing();
             } catch (IOException | RuntimeException ex) {
                 e.close();
@@ -137,7 +142,7 @@ class EnsembleFailoverTest {
             return e;
         }
 
-        private void launch(Flavor flavor) throws IOException {
+        private void launch(Flavor flavor, String extraConfig) throws IOException {
             StringBuilder lines = new StringBuilder();
             for (int i = 1; i <= SERVERS; i++) {
                 int client = FreePorts.next();
@@ -153,7 +158,7 @@ class EnsembleFailoverTest {
                 String cfg = "tickTime=" + TICK_MS + "\ninitLimit=10\nsyncLimit=5\n"
                         + "dataDir=" + data + "\nclientPort=" + clientPorts.get(i - 1) + "\n"
                         + "clientPortAddress=127.0.0.1\n4lw.commands.whitelist=*\n"
-                        + "admin.enableServer=false\n" + lines;
+                        + "admin.enableServer=false\n" + extraConfig + lines;
                 Path cfgFile = data.resolve("zoo.cfg");
                 Files.writeString(cfgFile, cfg);
                 List<String> cmd = new ArrayList<>();
