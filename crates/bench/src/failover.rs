@@ -109,6 +109,13 @@ pub struct FailoverResult {
     pub reconnects: u64,
     /// From the leader's kill to the first successful write sent after it.
     pub leader_kill_to_write_ms: Option<f64>,
+    /// Connections that broke (or timed out) after the leader's kill: what clients see as
+    /// Disconnected.
+    pub disconnects_after_leader_kill: u64,
+    /// The longest time one client went without a successful write, across the leader's
+    /// kill: over every client, and over the clients whose connection survived it.
+    pub longest_write_gap_ms: Option<f64>,
+    pub longest_write_gap_kept_ms: Option<f64>,
 }
 
 impl FailoverResult {
@@ -138,6 +145,9 @@ struct ClientTally {
     lost: u64,
     reconnects: u64,
     first_write_after_kill: Option<Instant>,
+    disconnects_after_kill: u64,
+    last_write_ok: Option<Instant>,
+    longest_gap_after_kill: Option<Duration>,
 }
 
 /// Runs `spec` against `addrs` (client `c` starts on server `c % n`) from now until
@@ -165,6 +175,9 @@ pub async fn run(
         lost: 0,
         reconnects: 0,
         leader_kill_to_write_ms: None,
+        disconnects_after_leader_kill: 0,
+        longest_write_gap_ms: None,
+        longest_write_gap_kept_ms: None,
     };
     let mut first_write: Option<Instant> = None;
     for task in tasks {
@@ -179,6 +192,15 @@ pub async fn run(
         result.errors += tally.errors;
         result.lost += tally.lost;
         result.reconnects += tally.reconnects;
+        result.disconnects_after_leader_kill += tally.disconnects_after_kill;
+        if let Some(gap) = tally.longest_gap_after_kill {
+            let ms = gap.as_secs_f64() * 1e3;
+            let max = |v: Option<f64>| Some(v.map_or(ms, |v: f64| v.max(ms)));
+            result.longest_write_gap_ms = max(result.longest_write_gap_ms);
+            if tally.disconnects_after_kill == 0 {
+                result.longest_write_gap_kept_ms = max(result.longest_write_gap_kept_ms);
+            }
+        }
         first_write = match (first_write, tally.first_write_after_kill) {
             (Some(a), Some(b)) => Some(a.min(b)),
             (a, b) => a.or(b),
@@ -211,6 +233,9 @@ async fn client(
         lost: 0,
         reconnects: 0,
         first_write_after_kill: None,
+        disconnects_after_kill: 0,
+        last_write_ok: None,
+        longest_gap_after_kill: None,
     };
     let mut server = c % addrs.len();
     let mut counter = 0u64;
@@ -275,6 +300,7 @@ impl Driver<'_> {
                 }
                 if session.stream.write_all(&out).await.is_err() {
                     self.tally.lost += in_flight.len() as u64;
+                    self.broke();
                     return true;
                 }
                 out.clear();
@@ -288,11 +314,19 @@ impl Driver<'_> {
             };
             let Some(reply) = matched else {
                 self.tally.lost += in_flight.len() as u64;
+                self.broke();
                 return true;
             };
             if let Some((_, sent_at, write)) = in_flight.pop_front() {
                 self.record(sent_at, write, reply.err == 0);
             }
+        }
+    }
+
+    /// The connection broke or timed out.
+    fn broke(&mut self) {
+        if self.marks.leader_killed.get().is_some() && !self.marks.stopping() {
+            self.tally.disconnects_after_kill += 1;
         }
     }
 
@@ -302,6 +336,17 @@ impl Driver<'_> {
             return;
         }
         let now = Instant::now();
+        if write && !self.marks.stopping() {
+            let killed = self.marks.leader_killed.get().copied();
+            if let (Some(killed), Some(last)) = (killed, self.tally.last_write_ok) {
+                if now >= killed {
+                    let gap = now.duration_since(last);
+                    let longest = self.tally.longest_gap_after_kill.get_or_insert(gap);
+                    *longest = (*longest).max(gap);
+                }
+            }
+            self.tally.last_write_ok = Some(now);
+        }
         if now < self.marks.start || self.marks.stopping() {
             return;
         }

@@ -88,6 +88,9 @@ pub async fn failures(ctx: &Context) -> anyhow::Result<Outcome> {
             tally.before,
             tally.follower_down,
             tally.to_write,
+            tally.disconnects,
+            tally.gap_kept,
+            tally.gap_all,
             tally.whole,
         ],
         details: serde_json::Value::Object(tally.details),
@@ -101,6 +104,9 @@ struct FailureTally {
     follower_down: Row,
     whole: Row,
     to_write: Row,
+    disconnects: Row,
+    gap_kept: Row,
+    gap_all: Row,
     series: Vec<Series>,
     marks: Vec<Mark>,
     details: serde_json::Map<String, serde_json::Value>,
@@ -113,6 +119,9 @@ impl FailureTally {
             follower_down: row(case, "ops/s, follower down", true),
             whole: row(case, "ops/s, whole run", true),
             to_write: row(case, "leader kill→write ms", false),
+            disconnects: row(case, "disconnects after leader kill", false),
+            gap_kept: row(case, "longest write gap ms, clients kept", false),
+            gap_all: row(case, "longest write gap ms, all clients", false),
             series: Vec::new(),
             marks: Vec::new(),
             details: serde_json::Map::new(),
@@ -131,6 +140,14 @@ impl FailureTally {
         self.whole.values.insert(name.clone(), whole);
         if let Some(ms) = result.leader_kill_to_write_ms {
             self.to_write.values.insert(name.clone(), ms);
+        }
+        let disconnects = result.disconnects_after_leader_kill as f64;
+        self.disconnects.values.insert(name.clone(), disconnects);
+        if let Some(ms) = result.longest_write_gap_kept_ms {
+            self.gap_kept.values.insert(name.clone(), ms);
+        }
+        if let Some(ms) = result.longest_write_gap_ms {
+            self.gap_all.values.insert(name.clone(), ms);
         }
         for (x, label) in &marks {
             self.marks.push(Mark {
