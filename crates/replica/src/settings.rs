@@ -15,6 +15,12 @@ pub struct Settings {
     pub container_max_per_minute: u32,
     /// `znode.container.maxNeverUsedIntervalMs` (0: never-used containers are kept).
     pub container_max_never_used_ms: i64,
+    /// The schemes of `enforce.auth.schemes` while `enforce.auth.enabled` (or `sasl` with
+    /// `sessionRequireClientSASLAuth`); empty when authentication is not enforced.
+    pub enforce_auth_schemes: Vec<String>,
+    /// `zookeeper.allowSaslFailedClients`: a failed SASL exchange keeps the connection unless
+    /// SASL is enforced.
+    pub allow_sasl_failed_clients: bool,
     /// Output [`crate::Output::Observed`] for a checker (the simulator).
     pub observe: bool,
     /// A deliberately wrong variant, for the simulator to catch.
@@ -41,6 +47,8 @@ impl Default for Settings {
             container_check_interval_ms: 60_000,
             container_max_per_minute: 10_000,
             container_max_never_used_ms: 0,
+            enforce_auth_schemes: Vec::new(),
+            allow_sasl_failed_clients: false,
             observe: false,
             #[cfg(feature = "planted-bugs")]
             planted_bug: None,

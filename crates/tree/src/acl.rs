@@ -1,4 +1,4 @@
-//! ACLs: the schemes ZooKeeper ships (world, auth, digest, ip, x509, super), the permission check
+//! ACLs: the schemes ZooKeeper ships (world, auth, digest, ip, x509, sasl, super), the permission check
 //! (`ZooKeeperServer.checkACL`), ACL fix-up on create/setACL (`PrepRequestProcessor.fixupACL`)
 //! and the interning cache that lets a million znodes share a handful of ACL lists.
 
@@ -47,6 +47,8 @@ pub fn check_acl(acl: &[Acl], perm: i32, auth_ids: &AuthIds) -> Result<(), Error
 fn id_matches(scheme: &str, authenticated: &str, acl_id: &str) -> bool {
     match scheme {
         "ip" => ip_matches(authenticated, acl_id),
+        // `SASLAuthenticationProvider.matches`: the SASL user `super` matches every sasl ACL.
+        "sasl" => authenticated == "super" || authenticated == acl_id,
         _ => authenticated == acl_id,
     }
 }
@@ -94,6 +96,15 @@ fn valid_digest_id(id: &str) -> bool {
     parts.len() - trailing_empty == 2
 }
 
+/// `SASLAuthenticationProvider.isValid`: whatever ZooKeeper's `KerberosName` accepts, i.e. a
+/// name without `@`, or `primary[/instance]@REALM` with no further `/` or `@`.
+fn valid_kerberos_name(id: &str) -> bool {
+    let Some((principal, realm)) = id.split_once('@') else {
+        return true;
+    };
+    !realm.contains(['/', '@']) && principal.matches('/').count() <= 1
+}
+
 /// Validates an ACL from a create or setACL and expands the `auth` scheme to the session's
 /// authenticated (digest) identities. Empty, unknown or malformed → InvalidACL.
 pub fn fixup_acl(acl: &[Acl], auth_ids: &AuthIds) -> Result<Vec<Acl>, ErrorCode> {
@@ -114,8 +125,8 @@ pub fn fixup_acl(acl: &[Acl], auth_ids: &AuthIds) -> Result<Vec<Acl>, ErrorCode>
             "auth" => {
                 let mut any = false;
                 // Every identity an authenticating provider proved (ZooKeeper's
-                // `isAuthenticated()`): digest and x509, not ip or super.
-                let proved = |a: &&Id| a.scheme == "digest" || a.scheme == "x509";
+                // `isAuthenticated()`): digest, x509 and sasl, not ip or super.
+                let proved = |a: &&Id| matches!(a.scheme.as_str(), "digest" | "x509" | "sasl");
                 for auth in auth_ids.iter().filter(proved) {
                     any = true;
                     fixed.push(Acl {
@@ -132,6 +143,7 @@ pub fn fixup_acl(acl: &[Acl], auth_ids: &AuthIds) -> Result<Vec<Acl>, ErrorCode>
             // ZooKeeper's X509AuthenticationProvider takes any name X500Principal parses;
             // meerkat takes any name (it cannot tell a Java-parsable one from the rest).
             "x509" => fixed.push(entry.clone()),
+            "sasl" if valid_kerberos_name(&id.id) => fixed.push(entry.clone()),
             _ => return Err(ErrorCode::InvalidAcl),
         }
     }
@@ -223,6 +235,63 @@ mod tests {
         assert_eq!(check_acl(&acl, perms::READ, &bob), Err(ErrorCode::NoAuth));
         assert_eq!(check_acl(&acl, perms::ADMIN, &[id("super", "")]), Ok(()));
         assert_eq!(check_acl(&open_acl_unsafe(), perms::ADMIN, &[]), Ok(()));
+    }
+
+    #[test]
+    fn sasl_scheme_as_sasl_authentication_provider() {
+        let acl = vec![Acl {
+            perms: perms::READ,
+            id: id("sasl", "bob"),
+        }];
+        let ip = id("ip", "127.0.0.1");
+        assert_eq!(
+            check_acl(&acl, perms::READ, &[ip.clone(), id("sasl", "bob")]),
+            Ok(())
+        );
+        assert_eq!(
+            check_acl(&acl, perms::READ, &[ip.clone(), id("sasl", "alice")]),
+            Err(ErrorCode::NoAuth)
+        );
+        assert_eq!(
+            check_acl(&acl, perms::READ, &[ip.clone(), id("digest", "bob")]),
+            Err(ErrorCode::NoAuth)
+        );
+        // The SASL user named `super` matches every sasl ACL.
+        assert_eq!(
+            check_acl(&acl, perms::READ, &[ip.clone(), id("sasl", "super")]),
+            Ok(())
+        );
+        let auth = vec![Acl {
+            perms: perms::ALL,
+            id: id("auth", ""),
+        }];
+        assert_eq!(
+            fixup_acl(&auth, &[ip, id("sasl", "bob")]),
+            Ok(vec![Acl {
+                perms: perms::ALL,
+                id: id("sasl", "bob")
+            }])
+        );
+        for good in [
+            "bob",
+            "",
+            "zookeeper/host@EXAMPLE.COM",
+            "bob@EXAMPLE.COM",
+            "a/b/c",
+        ] {
+            let acl = vec![Acl {
+                perms: 1,
+                id: id("sasl", good),
+            }];
+            assert_eq!(fixup_acl(&acl, &[]), Ok(acl.clone()), "{good}");
+        }
+        for bad in ["a@b@c", "a@R/x", "a/b/c@R"] {
+            let acl = vec![Acl {
+                perms: 1,
+                id: id("sasl", bad),
+            }];
+            assert_eq!(fixup_acl(&acl, &[]), Err(ErrorCode::InvalidAcl), "{bad}");
+        }
     }
 
     #[test]
