@@ -55,7 +55,7 @@ pub use error::{ConfigError, ConfigWarning, WarningKind};
 pub use help::HELP;
 pub use keys::is_sensitive_key;
 pub use metrics::{MetricsSettings, PROMETHEUS_PROVIDER};
-pub use sasl::{SaslSettings, KNOWN_PROVIDERS};
+pub use sasl::{sasl_settings_with_jvm_flags, SaslSettings, KNOWN_PROVIDERS};
 pub use server_line::{HostPort, ServerLine, ServerRole};
 pub use tls::{ClientAuth, QuorumTlsSettings, StoreLocation, TlsSettings};
 pub use whitelist::FourLetterWhitelist;

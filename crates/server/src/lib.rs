@@ -142,6 +142,16 @@ pub async fn start(config: ServerConfig) -> Result<RunningServer, StartError> {
         None
     };
     let jvm_flags = std::env::var(sasl::SERVER_JVMFLAGS).ok();
+    let mut config = config;
+    // The SASL keys may come as system properties in SERVER_JVMFLAGS too (zoo.cfg wins); this
+    // is also where an enforced scheme without a provider stops the server, as in ZooKeeper.
+    let (sasl_settings, warnings) =
+        config::sasl_settings_with_jvm_flags(&config.entries, jvm_flags.as_deref().unwrap_or(""))
+            .map_err(sasl::SaslLoginError::Enforce)?;
+    for warning in warnings.iter().filter(|w| w.starts_with("zookeeper.")) {
+        tracing::warn!("{}: {warning}", sasl::SERVER_JVMFLAGS);
+    }
+    config.sasl = sasl_settings;
     let sasl_login = sasl::SaslLogin::load(&config.sasl, jvm_flags.as_deref())?.map(Arc::new);
     if let Some(login) = &sasl_login {
         tracing::info!(jaas = %login.path.display(), section = %config.sasl.server_section, users = login.user_count(), enforced = ?config.sasl.enforce_auth_schemes, "SASL DIGEST-MD5 on the client port");

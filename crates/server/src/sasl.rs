@@ -36,6 +36,8 @@ pub enum SaslLoginError {
     Parse { path: PathBuf, source: JaasError },
     #[error("No JAAS configuration section named '{section}' was found in '{path}'.")]
     NoSection { section: String, path: PathBuf },
+    #[error("{0}")]
+    Enforce(String),
     #[error("the JAAS section '{section}' in '{path}' uses the login module {class}: meerkat offers DIGEST-MD5 only ({}); GSSAPI/Kerberos is not supported (docs/operators.md)", jaas::DIGEST_LOGIN_MODULE)]
     UnsupportedModule {
         section: String,

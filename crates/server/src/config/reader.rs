@@ -259,7 +259,7 @@ impl<'a> Reader<'a> {
         self.finish_tls()?;
         let sasl = std::mem::take(&mut self.sasl);
         self.config.sasl = sasl
-            .finish()
+            .finish(false)
             .map_err(|(line, key, message)| self.rejected(line, key, message))?;
         Ok(self.config)
     }

@@ -17,6 +17,7 @@
 //!   flag `-Djava.security.auth.login.config=PATH` (in `SERVER_JVMFLAGS`), which meerkat reads
 //!   too (`crate::sasl`).
 
+use std::collections::BTreeMap;
 use std::path::PathBuf;
 
 /// The `authProvider` classes ZooKeeper ships, and the scheme each registers.
@@ -92,6 +93,10 @@ pub(super) struct SaslKeys {
     enforce_enabled: Option<(bool, usize)>,
     enforce_schemes: Option<Vec<String>>,
     require_sasl: Option<(bool, usize)>,
+    /// `superUser*` and `authProvider.*` by property name: a later value for the same name
+    /// replaces the earlier one, as a system property set again does.
+    super_users: BTreeMap<String, String>,
+    providers: BTreeMap<String, String>,
 }
 
 const SYSTEM_PROPERTY_PREFIX: &str = "zookeeper.";
@@ -119,24 +124,21 @@ impl SaslKeys {
             }
             "allowSaslFailedClients" => s.allow_failed_clients = java_parse_boolean(value),
             _ if name == "superUser" || name.starts_with("superUser.") => {
-                if !value.is_empty() {
-                    s.super_users.push(value.to_string());
-                }
+                self.super_users.insert(name.to_string(), value.to_string());
             }
             _ if name.starts_with("authProvider.") => {
                 let class = value.trim();
                 match KNOWN_PROVIDERS.iter().find(|(known, _)| *known == class) {
                     Some((_, scheme)) => {
-                        if !s.provider_schemes.iter().any(|p| p == scheme) {
-                            s.provider_schemes.push(scheme.to_string());
-                        }
+                        self.providers.insert(name.to_string(), scheme.to_string());
                     }
                     None => {
+                        self.providers.remove(name);
                         return Ok(Outcome::UnknownProvider(format!(
                             "Problems loading {class}: meerkat has only ZooKeeper's own \
                              providers (SASL, X509, Digest, IP AuthenticationProvider); \
                              starting without it, as ZooKeeper does"
-                        )))
+                        )));
                     }
                 }
             }
@@ -146,8 +148,20 @@ impl SaslKeys {
     }
 
     /// Settles what is enforced (`AuthenticationHelper.initConfigurations`); an error is the
-    /// line to blame and ZooKeeper's message.
-    pub(super) fn finish(mut self) -> Result<SaslSettings, (usize, &'static str, String)> {
+    /// line to blame and ZooKeeper's message. Whether each enforced scheme has a provider is
+    /// checked only with `check_providers`: a provider may also come from `SERVER_JVMFLAGS`,
+    /// which the server reads when it starts ([`sasl_settings_with_jvm_flags`]).
+    pub(super) fn finish(
+        mut self,
+        check_providers: bool,
+    ) -> Result<SaslSettings, (usize, &'static str, String)> {
+        let super_users = self.super_users.values().filter(|v| !v.is_empty());
+        self.settings.super_users = super_users.cloned().collect();
+        for scheme in self.providers.values() {
+            if !self.settings.provider_schemes.contains(scheme) {
+                self.settings.provider_schemes.push(scheme.clone());
+            }
+        }
         let (enforced, line, key) = match (self.require_sasl, self.enforce_enabled) {
             (Some((true, line)), _) => (
                 Some(vec!["sasl".to_string()]),
@@ -168,7 +182,7 @@ impl SaslKeys {
                     .to_string();
                 return Err((line, key, message));
             }
-            for scheme in &schemes {
+            for scheme in schemes.iter().filter(|_| check_providers) {
                 let available = BUILT_IN_SCHEMES.contains(&scheme.as_str())
                     || self.settings.provider_schemes.contains(scheme);
                 if !available {
@@ -183,6 +197,36 @@ impl SaslKeys {
         }
         Ok(self.settings)
     }
+}
+
+/// The SASL settings of a zoo.cfg's `entries` over the `-Dzookeeper.KEY=VALUE` system
+/// properties of a JVM flags string (`SERVER_JVMFLAGS`), where ZooKeeper's operators often put
+/// `zookeeper.authProvider.1`, `zookeeper.superUser` or `zookeeper.allowSaslFailedClients`.
+/// zoo.cfg wins, as ZooKeeper sets its keys as system properties after the JVM started.
+/// Returns the settings and the warnings about unknown providers.
+///
+/// # Errors
+///
+/// ZooKeeper's message when what is enforced cannot be (see [`SaslSettings`]).
+pub fn sasl_settings_with_jvm_flags(
+    entries: &[(String, String)],
+    jvm_flags: &str,
+) -> Result<(SaslSettings, Vec<String>), String> {
+    let mut keys = SaslKeys::default();
+    let mut warnings = Vec::new();
+    let properties = jvm_flags
+        .split_ascii_whitespace()
+        .filter_map(|word| word.strip_prefix("-D"))
+        .map(|definition| definition.split_once('=').unwrap_or((definition, "")))
+        .filter(|(name, _)| name.starts_with(SYSTEM_PROPERTY_PREFIX));
+    let file = entries.iter().map(|(k, v)| (k.as_str(), v.as_str()));
+    for (key, value) in properties.chain(file) {
+        if let Outcome::UnknownProvider(message) = keys.read(key, value, 0)? {
+            warnings.push(format!("{key}: {message}"));
+        }
+    }
+    let settings = keys.finish(true).map_err(|(_, _, message)| message)?;
+    Ok((settings, warnings))
 }
 
 /// Java's `Boolean.parseBoolean`: `true` in any case is true, anything else false.
@@ -226,7 +270,7 @@ mod tests {
             SASL_PROVIDER,
             ("zookeeper.sessionRequireClientSASLAuth", "TRUE"),
         ])
-        .finish()
+        .finish(true)
         .expect("valid");
         assert_eq!(s.enforce_auth_schemes, vec!["sasl".to_string()]);
         assert_eq!(s.provider_schemes, vec!["sasl".to_string()]);
@@ -239,21 +283,21 @@ mod tests {
             ("enforce.auth.schemes", " digest , sasl,"),
             SASL_PROVIDER,
         ])
-        .finish()
+        .finish(true)
         .expect("valid");
         assert_eq!(s.enforce_auth_schemes, vec!["digest", "sasl"]);
         let err = keys(&[
             ("enforce.auth.enabled", "true"),
             ("enforce.auth.schemes", "sasl"),
         ])
-        .finish()
+        .finish(true)
         .expect_err("no provider");
         assert_eq!(err.0, 1);
         assert!(err
             .2
             .starts_with("Authentication scheme sasl is not available."));
         let err = keys(&[("enforce.auth.enabled", "true")])
-            .finish()
+            .finish(true)
             .expect_err("no schemes");
         assert!(err.2.contains("enforce.auth.schemes must be configured"));
         // Off unless exactly "true" (any case), as Boolean.parseBoolean.
@@ -261,7 +305,7 @@ mod tests {
             ("enforce.auth.enabled", "yes"),
             ("enforce.auth.schemes", "x"),
         ])
-        .finish()
+        .finish(true)
         .expect("off");
         assert!(s.enforce_auth_schemes.is_empty());
     }
@@ -286,7 +330,7 @@ mod tests {
         assert!(
             matches!(unknown, Outcome::UnknownProvider(ref m) if m.contains("Problems loading com.example.Custom"))
         );
-        let s = k.finish().expect("valid");
+        let s = k.finish(true).expect("valid");
         assert_eq!(s.jaas_login_file, Some(PathBuf::from("/etc/zk/jaas.conf")));
         assert_eq!(s.server_section, "ZkServer");
         assert_eq!(s.super_users, vec!["admin", "root"]);
@@ -297,5 +341,29 @@ mod tests {
             SaslKeys::default().read("tickTime", "1", 1),
             Ok(Outcome::NotMine)
         ));
+    }
+
+    #[test]
+    fn jvm_flags_under_zoo_cfg() {
+        let flags = "-Xmx1g -Dzookeeper.authProvider.1=org.apache.zookeeper.server.auth.SASLAuthenticationProvider \
+                     -Dzookeeper.superUser=a -Dzookeeper.allowSaslFailedClients=true -Dother=1 \
+                     -Dzookeeper.authProvider.2=com.example.Nope";
+        let entries = vec![
+            ("superUser".to_string(), "b".to_string()),
+            ("enforce.auth.enabled".to_string(), "true".to_string()),
+            ("enforce.auth.schemes".to_string(), "sasl".to_string()),
+        ];
+        let (s, warnings) = sasl_settings_with_jvm_flags(&entries, flags).expect("valid");
+        assert_eq!(
+            s.super_users,
+            vec!["b"],
+            "zoo.cfg's superUser replaces the flag's"
+        );
+        assert!(s.allow_failed_clients);
+        assert_eq!(s.enforce_auth_schemes, vec!["sasl"]);
+        assert_eq!(warnings.len(), 1);
+        assert!(warnings[0].contains("com.example.Nope"));
+        let err = sasl_settings_with_jvm_flags(&entries, "").expect_err("no provider");
+        assert!(err.starts_with("Authentication scheme sasl is not available."));
     }
 }
