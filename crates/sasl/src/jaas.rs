@@ -111,9 +111,11 @@ enum Token {
 }
 
 impl Token {
+    /// The token for an error message. A name or value is not quoted back: it may be a
+    /// password, and error messages end up in logs.
     fn describe(&self) -> String {
         match self {
-            Token::Text(t) => format!("{t:?}"),
+            Token::Text(_) => "a name or a quoted string".to_string(),
             Token::Symbol(c) => format!("'{c}'"),
         }
     }

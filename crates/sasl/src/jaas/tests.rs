@@ -117,6 +117,14 @@ fn malformed_files_are_typed_errors_with_lines() {
             },
         ),
         (
+            "Server { m required user_a \"secret\"; };",
+            JaasError::Unexpected {
+                line: 1,
+                expected: "'=' after an option name",
+                found: "a name or a quoted string".into(),
+            },
+        ),
+        (
             "Server { m required user_a; };",
             JaasError::Unexpected {
                 line: 1,
