@@ -260,22 +260,23 @@ impl Response {
     }
 }
 
-/// What both response values are computed from (RFC 2831 §2.1.2.1).
-struct Secrets<'a> {
-    username: &'a str,
-    realm: &'a str,
-    password: &'a str,
-    nonce: &'a str,
-    cnonce: &'a str,
-    authzid: Option<&'a str>,
-    digest_uri: &'a str,
+/// What both response values are computed from (RFC 2831 §2.1.2.1); the client side
+/// ([`crate::digest_md5_client`]) computes the same.
+pub(crate) struct Secrets<'a> {
+    pub(crate) username: &'a str,
+    pub(crate) realm: &'a str,
+    pub(crate) password: &'a str,
+    pub(crate) nonce: &'a str,
+    pub(crate) cnonce: &'a str,
+    pub(crate) authzid: Option<&'a str>,
+    pub(crate) digest_uri: &'a str,
 }
 
 impl Secrets<'_> {
     /// `response-value` for `qop=auth`: HEX(KD(HEX(H(A1)), nonce:nc:cnonce:qop:HEX(H(A2))))
     /// with A2 = `method:digest-uri` (method `AUTHENTICATE` from the client, empty for the
     /// server's `rspauth`).
-    fn response_value(&self, method: &str) -> String {
+    pub(crate) fn response_value(&self, method: &str) -> String {
         let mut a1 = Md5::new();
         a1.update(self.user_secret());
         a1.update(format!(":{}:{}", self.nonce, self.cnonce));
@@ -323,7 +324,7 @@ fn hex(bytes: &[u8]) -> String {
 }
 
 /// Equality whose time does not depend on where two equally long inputs differ.
-fn constant_time_eq(a: &[u8], b: &[u8]) -> bool {
+pub(crate) fn constant_time_eq(a: &[u8], b: &[u8]) -> bool {
     a.len() == b.len() && a.iter().zip(b).fold(0u8, |acc, (x, y)| acc | (x ^ y)) == 0
 }
 

@@ -6,6 +6,7 @@
 //! * [`digest_md5`]: the server side of a DIGEST-MD5 exchange, as the JDK's `DigestMD5Server`
 //!   runs it for ZooKeeper (`qop=auth`, realm and server name `zk-sasl-md5`, protocol
 //!   `zookeeper`).
+//! * [`digest_md5_client`]: the client side, for meerkat's own tests (and a later Rust client).
 //! * [`jaas`]: JAAS login configuration files (`Server { ... DigestLoginModule required
 //!   user_NAME="password"; };`), parsed as the JDK's `ConfigFile` reads them.
 //! * [`jvm_flags`]: finding `-Djava.security.auth.login.config=PATH` in `SERVER_JVMFLAGS`.
@@ -15,6 +16,7 @@
 //! against RFC 2831's example.
 
 pub mod digest_md5;
+pub mod digest_md5_client;
 pub mod directives;
 pub mod jaas;
 pub mod jvm_flags;

@@ -26,7 +26,7 @@ pub mod replication;
 pub mod sasl;
 pub mod tls;
 
-use crate::config::ServerConfig;
+use crate::config::{SaslSettings, ServerConfig};
 use crate::connection::Shared;
 use crate::core::{Core, CoreMsg};
 use std::net::SocketAddr;
@@ -143,15 +143,28 @@ pub async fn start(config: ServerConfig) -> Result<RunningServer, StartError> {
     };
     let jvm_flags = std::env::var(sasl::SERVER_JVMFLAGS).ok();
     let mut config = config;
-    // The SASL keys may come as system properties in SERVER_JVMFLAGS too (zoo.cfg wins); this
-    // is also where an enforced scheme without a provider stops the server, as in ZooKeeper.
-    let (sasl_settings, warnings) =
-        config::sasl_settings_with_jvm_flags(&config.entries, jvm_flags.as_deref().unwrap_or(""))
+    if let Some(flags) = jvm_flags.as_deref().filter(|f| f.contains("-Dzookeeper.")) {
+        // The SASL keys may come as system properties in SERVER_JVMFLAGS too (zoo.cfg wins).
+        let (settings, warnings) = config::sasl_settings_with_jvm_flags(&config.entries, flags)
             .map_err(sasl::SaslLoginError::Enforce)?;
-    for warning in warnings.iter().filter(|w| w.starts_with("zookeeper.")) {
-        tracing::warn!("{}: {warning}", sasl::SERVER_JVMFLAGS);
+        for warning in warnings.iter().filter(|w| w.starts_with("zookeeper.")) {
+            tracing::warn!("{}: {warning}", sasl::SERVER_JVMFLAGS);
+        }
+        let jaas_login_file = settings
+            .jaas_login_file
+            .clone()
+            .or(config.sasl.jaas_login_file.take());
+        config.sasl = SaslSettings {
+            jaas_login_file,
+            ..settings
+        };
     }
-    config.sasl = sasl_settings;
+    // An enforced scheme without a provider stops the server, as in ZooKeeper (checked here,
+    // not when zoo.cfg is read, because a provider may come from SERVER_JVMFLAGS).
+    config
+        .sasl
+        .check_providers()
+        .map_err(sasl::SaslLoginError::Enforce)?;
     let sasl_login = sasl::SaslLogin::load(&config.sasl, jvm_flags.as_deref())?.map(Arc::new);
     if let Some(login) = &sasl_login {
         tracing::info!(jaas = %login.path.display(), section = %config.sasl.server_section, users = login.user_count(), enforced = ?config.sasl.enforce_auth_schemes, "SASL DIGEST-MD5 on the client port");

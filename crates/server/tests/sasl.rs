@@ -1,12 +1,16 @@
-//! SASL (op 102) over a real socket, with bad input: what a connection gets for a good first
-//! token, garbage, an oversized token, a body that is no `GetSASLRequest`, and a server without
-//! a JAAS file; other clients keep being served. The full DIGEST-MD5 exchange with real
-//! clients is in compat/java (`SaslTest`) and compat/kazoo (`sasl_test.py`).
+//! SASL (op 102) over a real socket: a whole DIGEST-MD5 exchange (meerkat's test client,
+//! `sasl::digest_md5_client`) with the `sasl` ACL scheme and `enforce.auth` from a zoo.cfg; bad
+//! input: what a connection gets for garbage, an oversized token, a body that is no
+//! `GetSASLRequest`, and from a server without a JAAS file; other clients keep being served.
+//! The exchange with real clients is in compat/java (`SaslTest`) and compat/kazoo
+//! (`sasl_test.py`).
 
+mod sasl_support;
 mod support;
 
 use proto::jute::{Reader, Writer};
 use proto::{ErrorCode, OpCode};
+use sasl_support::*;
 use support::*;
 
 const SASL: i32 = OpCode::Sasl as i32;
@@ -37,13 +41,7 @@ async fn sasl(conn: &mut Conn, body: &[u8]) -> Reply {
 
 async fn sasl_server() -> server::RunningServer {
     let mut config = test_config();
-    let jaas = config.data_dir.join("jaas.conf");
-    std::fs::write(
-        &jaas,
-        "Server {\n  org.apache.zookeeper.server.auth.DigestLoginModule required\n  user_bob=\"bobsecret\";\n};\n",
-    )
-    .expect("write the JAAS file");
-    config.sasl.jaas_login_file = Some(jaas);
+    config.sasl.jaas_login_file = Some(write_jaas(&config.data_dir));
     start(config).await
 }
 
@@ -118,5 +116,74 @@ async fn without_a_jaas_file_sasl_is_answered_without_a_token() {
     assert_eq!(reply.header.err, 0);
     assert_eq!(token_of(&reply), None);
     conn.round_trip("/still-served").await;
+    server.shutdown().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_exchange_gives_the_sasl_identity_its_acl_and_enforce_auth_holds() {
+    let dir = fresh_data_dir();
+    let jaas = write_jaas(&dir);
+    let text = format!(
+        "dataDir={}\nclientPort={}\nclientPortAddress=127.0.0.1\npreAllocSize=1024\n\
+         jaasLoginFile={}\n\
+         authProvider.1=org.apache.zookeeper.server.auth.SASLAuthenticationProvider\n\
+         enforce.auth.enabled=true\nenforce.auth.schemes=sasl,digest\n",
+        dir.join("data").display(),
+        ports::free_port().expect("a free port"),
+        jaas.display()
+    );
+    let config = server::config::ServerConfig::parse(&text, "zoo.cfg").expect("valid zoo.cfg");
+    assert_eq!(config.sasl.enforce_auth_schemes, ["sasl", "digest"]);
+    let server = start(config).await;
+    let addr = server.client_address;
+
+    let mut bob = Conn::session(addr).await;
+    assert_eq!(sasl_authenticate(&mut bob, "bob", "bobsecret").await, 0);
+    let reply = bob
+        .call(&create_with_acl("/bob", b"bob's", "sasl", "bob"))
+        .await;
+    assert_eq!(reply.header.err, 0);
+    assert_eq!(bob.call(&get_data("/bob", false)).await.header.err, 0);
+
+    let mut alice = Conn::session(addr).await;
+    assert_eq!(
+        sasl_authenticate(&mut alice, "alice", "alicesecret").await,
+        0
+    );
+    let reply = alice.call(&get_data("/bob", false)).await;
+    assert_eq!(reply.header.err, ErrorCode::NoAuth.code());
+
+    // Unauthenticated: the first request is refused and the connection closed.
+    let mut anonymous = Conn::session(addr).await;
+    let reply = anonymous.call(&get_data("/", false)).await;
+    assert_eq!(
+        reply.header.err,
+        ErrorCode::SessionClosedRequireSaslAuth.code()
+    );
+    anonymous.expect_closed().await;
+
+    // A wrong password: SESSIONCLOSEDREQUIRESASLAUTH (SASL is enforced), and closed.
+    let mut wrong = Conn::session(addr).await;
+    assert_eq!(
+        sasl_authenticate(&mut wrong, "bob", "not-bobs").await,
+        ErrorCode::SessionClosedRequireSaslAuth.code()
+    );
+    wrong.expect_closed().await;
+
+    // digest is enforced too: a digest identity is enough.
+    let mut digest = Conn::session(addr).await;
+    let auth = proto::request::Request::Auth(proto::AuthPacket {
+        auth_type: 0,
+        scheme: "digest".into(),
+        auth: Some(b"carol:pw".to_vec()),
+    });
+    digest
+        .write_all(&request_frame(-4, &auth))
+        .await
+        .expect("send auth");
+    assert_eq!(digest.reply_to(-4).await.header.err, 0);
+    assert_eq!(digest.call(&get_data("/", false)).await.header.err, 0);
+
+    bob.round_trip("/bob-again").await;
     server.shutdown().await;
 }

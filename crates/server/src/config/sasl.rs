@@ -78,6 +78,25 @@ impl Default for SaslSettings {
     }
 }
 
+impl SaslSettings {
+    /// Whether every enforced scheme has a provider (`AuthenticationHelper.
+    /// validateConfiguredProperties`); the error is ZooKeeper's message.
+    pub fn check_providers(&self) -> Result<(), String> {
+        for scheme in &self.enforce_auth_schemes {
+            let available = BUILT_IN_SCHEMES.contains(&scheme.as_str())
+                || self.provider_schemes.contains(scheme);
+            if !available {
+                let mut message = format!("Authentication scheme {scheme} is not available.");
+                if scheme == "sasl" {
+                    message.push_str(" Register it with authProvider.1=org.apache.zookeeper.server.auth.SASLAuthenticationProvider");
+                }
+                return Err(message);
+            }
+        }
+        Ok(())
+    }
+}
+
 /// What reading one key did.
 pub(super) enum Outcome {
     NotMine,
@@ -182,18 +201,12 @@ impl SaslKeys {
                     .to_string();
                 return Err((line, key, message));
             }
-            for scheme in schemes.iter().filter(|_| check_providers) {
-                let available = BUILT_IN_SCHEMES.contains(&scheme.as_str())
-                    || self.settings.provider_schemes.contains(scheme);
-                if !available {
-                    let mut message = format!("Authentication scheme {scheme} is not available.");
-                    if scheme == "sasl" {
-                        message.push_str(" Register it with authProvider.1=org.apache.zookeeper.server.auth.SASLAuthenticationProvider");
-                    }
-                    return Err((line, key, message));
-                }
-            }
             self.settings.enforce_auth_schemes = schemes;
+            if check_providers {
+                self.settings
+                    .check_providers()
+                    .map_err(|message| (line, key, message))?;
+            }
         }
         Ok(self.settings)
     }
