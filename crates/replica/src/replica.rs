@@ -550,6 +550,11 @@ impl<S: Store> Replica<S> {
         let Some(session_id) = self.note_packet(conn, xid, op_type) else {
             return;
         };
+        // `enforce.auth.*`: before anything but auth is looked at, as in ZooKeeper's
+        // `processPacket` (an unknown or malformed request is refused the same way).
+        if op_type != OpCode::Auth.code() && !self.enforce_auth(conn, xid, received_ms) {
+            return;
+        }
         let zxid = self.last_zxid();
         let request = match request {
             Ok(r) => r,
@@ -571,10 +576,6 @@ impl<S: Store> Replica<S> {
                 return;
             }
         };
-        // `enforce.auth.*`: before anything but auth, as ZooKeeper's `processPacket` checks.
-        if !matches!(request, Request::Auth(_)) && !self.enforce_auth(conn, xid, received_ms) {
-            return;
-        }
         if !self.tree.sessions().contains_key(&session_id) {
             self.finish_reply(
                 conn,

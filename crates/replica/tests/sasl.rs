@@ -158,6 +158,19 @@ fn enforce_auth_closes_an_unauthenticated_connection() {
         f.exists(5),
         closing(5, ErrorCode::SessionClosedRequireSaslAuth)
     );
+    // Before the request is looked at: an unknown op code gets the same.
+    let mut f = Fixture::new(enforcing(&["sasl"]));
+    let unknown = ClientInput::Request {
+        conn: CONN,
+        xid: 9,
+        op_type: 999,
+        request: Err(proto::request::RequestError::UnknownOpCode(999)),
+        received_ms: 0,
+    };
+    assert_eq!(
+        f.input(unknown),
+        closing(9, ErrorCode::SessionClosedRequireSaslAuth)
+    );
     // Another scheme than the enforced one does not count; `ip` counts when enforced.
     let mut f = Fixture::new(enforcing(&["digest"]));
     let auth = Request::Auth(proto::AuthPacket {
