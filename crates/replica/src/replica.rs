@@ -668,6 +668,7 @@ impl<S: Store> Replica<S> {
             time_ms: self.wall_ms(),
             auth_ids: &[],
             extended_types_enabled: self.settings.extended_types_enabled,
+            sasl_provider: self.settings.sasl_provider,
         }
     }
 
@@ -692,6 +693,7 @@ impl<S: Store> Replica<S> {
             time_ms: self.wall_ms(),
             auth_ids: &auth_ids,
             extended_types_enabled: self.settings.extended_types_enabled,
+            sasl_provider: self.settings.sasl_provider,
         };
         let txn = self.prep.prepare(&self.tree, &ctx, &request);
         let reply = ReplyTo::new(conn, xid, &request, received_ms);

@@ -18,6 +18,8 @@ pub struct Settings {
     /// The schemes of `enforce.auth.schemes` while `enforce.auth.enabled` (or `sasl` with
     /// `sessionRequireClientSASLAuth`); empty when authentication is not enforced.
     pub enforce_auth_schemes: Vec<String>,
+    /// `authProvider.N` registered `SASLAuthenticationProvider`: `sasl` ACLs are valid.
+    pub sasl_provider: bool,
     /// `zookeeper.allowSaslFailedClients`: a failed SASL exchange keeps the connection unless
     /// SASL is enforced.
     pub allow_sasl_failed_clients: bool,
@@ -48,6 +50,7 @@ impl Default for Settings {
             container_max_per_minute: 10_000,
             container_max_never_used_ms: 0,
             enforce_auth_schemes: Vec::new(),
+            sasl_provider: false,
             allow_sasl_failed_clients: false,
             observe: false,
             #[cfg(feature = "planted-bugs")]

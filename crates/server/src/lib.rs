@@ -388,6 +388,7 @@ fn replica_settings(config: &ServerConfig) -> replica::Settings {
             .unwrap_or(0),
         enforce_auth_schemes: config.sasl.enforce_auth_schemes.clone(),
         allow_sasl_failed_clients: config.sasl.allow_failed_clients,
+        sasl_provider: config.sasl.provider_schemes.iter().any(|s| s == "sasl"),
         ..replica::Settings::default()
     }
 }

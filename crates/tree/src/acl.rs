@@ -106,8 +106,15 @@ fn valid_kerberos_name(id: &str) -> bool {
 }
 
 /// Validates an ACL from a create or setACL and expands the `auth` scheme to the session's
-/// authenticated (digest) identities. Empty, unknown or malformed → InvalidACL.
-pub fn fixup_acl(acl: &[Acl], auth_ids: &AuthIds) -> Result<Vec<Acl>, ErrorCode> {
+/// authenticated (digest, x509, sasl) identities. Empty, unknown or malformed → InvalidACL.
+/// `sasl_provider`: `authProvider.N` registered ZooKeeper's `SASLAuthenticationProvider`;
+/// without it `sasl` is an unknown scheme, as in ZooKeeper, whose registry has only `ip` and
+/// `digest` by default (`x509` is always known to meerkat; docs/operators.md).
+pub fn fixup_acl(
+    acl: &[Acl],
+    auth_ids: &AuthIds,
+    sasl_provider: bool,
+) -> Result<Vec<Acl>, ErrorCode> {
     let mut unique: Vec<&Acl> = Vec::with_capacity(acl.len());
     for entry in acl {
         if !unique.contains(&entry) {
@@ -126,7 +133,13 @@ pub fn fixup_acl(acl: &[Acl], auth_ids: &AuthIds) -> Result<Vec<Acl>, ErrorCode>
                 let mut any = false;
                 // Every identity an authenticating provider proved (ZooKeeper's
                 // `isAuthenticated()`): digest, x509 and sasl, not ip or super.
-                let proved = |a: &&Id| matches!(a.scheme.as_str(), "digest" | "x509" | "sasl");
+                // A `sasl` identity without its provider is skipped, as ZooKeeper skips an
+                // identity whose provider is missing.
+                let proved = |a: &&Id| match a.scheme.as_str() {
+                    "digest" | "x509" => true,
+                    "sasl" => sasl_provider,
+                    _ => false,
+                };
                 for auth in auth_ids.iter().filter(proved) {
                     any = true;
                     fixed.push(Acl {
@@ -143,7 +156,7 @@ pub fn fixup_acl(acl: &[Acl], auth_ids: &AuthIds) -> Result<Vec<Acl>, ErrorCode>
             // ZooKeeper's X509AuthenticationProvider takes any name X500Principal parses;
             // meerkat takes any name (it cannot tell a Java-parsable one from the rest).
             "x509" => fixed.push(entry.clone()),
-            "sasl" if valid_kerberos_name(&id.id) => fixed.push(entry.clone()),
+            "sasl" if sasl_provider && valid_kerberos_name(&id.id) => fixed.push(entry.clone()),
             _ => return Err(ErrorCode::InvalidAcl),
         }
     }
@@ -266,7 +279,7 @@ mod tests {
             id: id("auth", ""),
         }];
         assert_eq!(
-            fixup_acl(&auth, &[ip, id("sasl", "bob")]),
+            fixup_acl(&auth, &[ip, id("sasl", "bob")], true),
             Ok(vec![Acl {
                 perms: perms::ALL,
                 id: id("sasl", "bob")
@@ -283,14 +296,29 @@ mod tests {
                 perms: 1,
                 id: id("sasl", good),
             }];
-            assert_eq!(fixup_acl(&acl, &[]), Ok(acl.clone()), "{good}");
+            assert_eq!(fixup_acl(&acl, &[], true), Ok(acl.clone()), "{good}");
         }
+        // Without SASLAuthenticationProvider registered, `sasl` is an unknown scheme, and an
+        // `auth` ACL does not expand to a sasl identity.
+        let named = vec![Acl {
+            perms: 1,
+            id: id("sasl", "bob"),
+        }];
+        assert_eq!(fixup_acl(&named, &[], false), Err(ErrorCode::InvalidAcl));
+        assert_eq!(
+            fixup_acl(&auth, &[id("ip", "127.0.0.1"), id("sasl", "bob")], false),
+            Err(ErrorCode::InvalidAcl)
+        );
         for bad in ["a@b@c", "a@R/x", "a/b/c@R"] {
             let acl = vec![Acl {
                 perms: 1,
                 id: id("sasl", bad),
             }];
-            assert_eq!(fixup_acl(&acl, &[]), Err(ErrorCode::InvalidAcl), "{bad}");
+            assert_eq!(
+                fixup_acl(&acl, &[], true),
+                Err(ErrorCode::InvalidAcl),
+                "{bad}"
+            );
         }
     }
 
@@ -301,10 +329,11 @@ mod tests {
             id: id("auth", ""),
         }];
         assert_eq!(
-            fixup_acl(&auth, &[id("ip", "127.0.0.1")]),
+            fixup_acl(&auth, &[id("ip", "127.0.0.1")], true),
             Err(ErrorCode::InvalidAcl)
         );
-        let fixed = fixup_acl(&auth, &[id("ip", "127.0.0.1"), id("digest", "u:h")]).expect("valid");
+        let fixed =
+            fixup_acl(&auth, &[id("ip", "127.0.0.1"), id("digest", "u:h")], true).expect("valid");
         assert_eq!(
             fixed,
             vec![Acl {
@@ -313,7 +342,8 @@ mod tests {
             }]
         );
         let x509 = id("x509", "CN=c,O=o");
-        let fixed = fixup_acl(&auth, &[id("super", "CN=c,O=o"), x509.clone()]).expect("valid");
+        let fixed =
+            fixup_acl(&auth, &[id("super", "CN=c,O=o"), x509.clone()], true).expect("valid");
         assert_eq!(
             fixed,
             vec![Acl {
@@ -322,7 +352,7 @@ mod tests {
             }]
         );
         let named = vec![Acl { perms: 1, id: x509 }];
-        assert_eq!(fixup_acl(&named, &[]), Ok(named.clone()));
+        assert_eq!(fixup_acl(&named, &[], true), Ok(named.clone()));
         for bad in [
             id("world", "x"),
             id("digest", "nocolon"),
@@ -330,9 +360,9 @@ mod tests {
             id("nope", "x"),
         ] {
             let acl = vec![Acl { perms: 1, id: bad }];
-            assert_eq!(fixup_acl(&acl, &[]), Err(ErrorCode::InvalidAcl));
+            assert_eq!(fixup_acl(&acl, &[], true), Err(ErrorCode::InvalidAcl));
         }
-        assert_eq!(fixup_acl(&[], &[]), Err(ErrorCode::InvalidAcl));
+        assert_eq!(fixup_acl(&[], &[], true), Err(ErrorCode::InvalidAcl));
     }
 
     #[test]

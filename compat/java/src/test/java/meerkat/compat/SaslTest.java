@@ -151,6 +151,17 @@ class SaslTest {
         });
     }
 
+    /** Without authProvider.N naming SASLAuthenticationProvider, `sasl` is an unknown scheme. */
+    @Test
+    void saslSchemeNeedsItsProvider() {
+        Differential.run("saslWithoutProvider", s -> {
+            Session c = s.connect("plain");
+            c.create(s.root(), "", CreateMode.PERSISTENT);
+            c.create(s.p("bob"), "", acl("sasl", "bob"), CreateMode.PERSISTENT);
+            s.check(c.lastError == org.apache.zookeeper.KeeperException.Code.INVALIDACL, "a sasl ACL is InvalidACL");
+        });
+    }
+
     /** A wrong password and an unknown user fail, with the reason in the server's log. */
     @Test
     void failedAuthentication() {
