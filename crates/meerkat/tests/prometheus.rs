@@ -204,6 +204,12 @@ async fn prometheus_scrapes_zookeeper_metric_names() {
         wait_for(&prometheus, "up{job=\"meerkat\"}", 1.0);
         wait_for(&prometheus, "znode_count{job=\"meerkat\"}", znodes);
         wait_for(&prometheus, "fsynctime_count{job=\"meerkat\"} >= 7", fsyncs);
+        // The median is a number once fsyncs happened (NaN compares false in PromQL).
+        wait_for(
+            &prometheus,
+            "count(fsynctime{job=\"meerkat\",quantile=\"0.5\"} >= 0)",
+            1.0,
+        );
         wait_for(&prometheus, "global_sessions{job=\"meerkat\"}", 1.0);
         assert_eq!(
             metric_type(&prometheus, "znode_count").as_deref(),

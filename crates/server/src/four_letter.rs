@@ -286,6 +286,12 @@ fn ensemble_metrics(core: &Core) -> Vec<(&'static str, String)> {
     lines
 }
 
+/// The median of the latest observations in ms (ZooKeeper's `p50_` spelling of a summary's
+/// percentile in `mntr`); `NaN` before the first, as Prometheus shows an empty summary.
+fn median(value: Option<u64>, per_ms: f64) -> String {
+    value.map_or_else(|| "NaN".into(), |v| format!("{:.3}", v as f64 / per_ms))
+}
+
 /// Storage figures under the names ZooKeeper's mntr uses for them (its `fsynctime` and
 /// `snapshottime` summaries, in ms, and the start-up counters), so dashboards keep working.
 fn storage_metrics(core: &Core) -> Vec<(&'static str, String)> {
@@ -312,6 +318,10 @@ fn storage_metrics(core: &Core) -> Vec<(&'static str, String)> {
             (wal.fsync_micros_max.load(Relaxed) / 1000).to_string(),
         ),
         ("zk_cnt_fsynctime", fsyncs.to_string()),
+        (
+            "zk_p50_fsynctime",
+            median(wal.fsync_recent_micros.quantile(0.5), 1000.0),
+        ),
         ("zk_sum_fsynctime", format!("{}", fsync_sum_ms as u64)),
         (
             "zk_avg_snapshottime",
@@ -322,6 +332,10 @@ fn storage_metrics(core: &Core) -> Vec<(&'static str, String)> {
             snaps.max_millis.load(Relaxed).to_string(),
         ),
         ("zk_cnt_snapshottime", taken.to_string()),
+        (
+            "zk_p50_snapshottime",
+            median(snaps.recent_millis.quantile(0.5), 1.0),
+        ),
         ("zk_sum_snapshottime", snap_sum.to_string()),
         (
             "zk_startup_txns_loaded",

@@ -109,6 +109,23 @@ pub enum StartError {
     Tls(#[from] tls::TlsError),
     #[error("cannot set up SASL: {0}")]
     Sasl(#[from] sasl::SaslLoginError),
+    #[error("cannot set up HTTPS for the AdminServer (admin.forceHttps / admin.portUnification, with the ssl.quorum.* stores): {0}")]
+    AdminTls(tls::TlsError),
+}
+
+/// The AdminServer's HTTPS, loaded from the quorum stores when asked for.
+fn admin_https(config: &ServerConfig) -> Result<metrics::http::Https, StartError> {
+    use metrics::http::Https;
+    if !config.admin.serves_https() {
+        return Ok(Https::Off);
+    }
+    let tls =
+        Arc::new(tls::ServerTls::new(&admin::tls_settings(config)).map_err(StartError::AdminTls)?);
+    Ok(if config.admin.force_https {
+        Https::Only(tls)
+    } else {
+        Https::Unified(tls)
+    })
 }
 
 /// What persistence reports to the core from its writer thread.
@@ -129,15 +146,16 @@ pub async fn start(config: ServerConfig) -> Result<RunningServer, StartError> {
     };
     let admin_listener = if config.admin.enabled {
         let address = SocketAddr::new(config.admin.address, config.admin.port);
-        Some(
+        let https = admin_https(&config)?;
+        let (listener, address) =
             metrics::http::bind(address)
                 .await
                 .map_err(|source| StartError::Http {
                     what: "the AdminServer (admin.serverPort)",
                     address,
                     source,
-                })?,
-        )
+                })?;
+        Some((listener, address, https))
     } else {
         None
     };
@@ -334,11 +352,16 @@ pub async fn start(config: ServerConfig) -> Result<RunningServer, StartError> {
         None => None,
     };
     let admin_address = match admin_listener {
-        Some((listener, address)) => {
-            let task = admin::serve(listener, shared.clone(), config.clone());
+        Some((listener, address, https)) => {
+            let scheme = match &https {
+                metrics::http::Https::Off => "http",
+                metrics::http::Https::Only(_) => "https",
+                metrics::http::Https::Unified(_) => "http(s)",
+            };
+            let task = admin::serve(listener, https, shared.clone(), config.clone());
             accept_tasks.push(tokio::spawn(task));
             let url = &config.admin.command_url;
-            tracing::info!(%address, "AdminServer at http://{address}{url}");
+            tracing::info!(%address, "AdminServer at {scheme}://{address}{url}");
             Some(address)
         }
         None => None,

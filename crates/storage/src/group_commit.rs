@@ -32,6 +32,8 @@ pub struct WalStats {
     pub fsync_micros_max: AtomicU64,
     /// u64::MAX until the first fsync.
     pub fsync_micros_min: AtomicU64,
+    /// The latest fsyncs' durations in µs (for `fsynctime`'s quantile).
+    pub fsync_recent_micros: crate::recent_samples::RecentSamples,
     pub durable_zxid: AtomicU64,
 }
 
@@ -223,6 +225,7 @@ pub(crate) fn write_group(
             .fetch_add(micros, Ordering::Relaxed);
         stats.fsync_micros_max.fetch_max(micros, Ordering::Relaxed);
         stats.fsync_micros_min.fetch_min(micros, Ordering::Relaxed);
+        stats.fsync_recent_micros.record(micros);
         if took >= options.fsync_warn {
             tracing::warn!(
                 fsync_ms = took.as_millis() as u64,

@@ -31,6 +31,7 @@ pub mod persistence;
 #[cfg(feature = "planted-bugs")]
 pub mod planted;
 pub mod purge;
+pub mod recent_samples;
 pub mod record;
 pub mod recovery;
 pub mod snapshot_file;

@@ -62,6 +62,8 @@ pub struct SnapshotStats {
     pub last_bytes: AtomicU64,
     pub total_millis: AtomicU64,
     pub max_millis: AtomicU64,
+    /// The latest snapshots' durations in ms (for `snapshottime`'s quantile).
+    pub recent_millis: crate::recent_samples::RecentSamples,
 }
 
 /// The log writer: a thread, or stepped by the host.
@@ -463,6 +465,10 @@ impl Persistence {
     }
 
     fn log_was_cut(&mut self, zxid: i64) {
+        #[cfg(feature = "planted-bugs")]
+        if self.planted_bug == Some(crate::planted::StorageBug::StaleDurableAfterTruncate) {
+            return;
+        }
         if let Some(hook) = self.log_cut.as_mut() {
             hook(zxid);
         }

@@ -8,18 +8,23 @@ pub enum StorageBug {
     /// Diskless: the failure checkpoint's "whole" mark survives the next acknowledgement, so
     /// a restart trusts a checkpoint that lacks what the server acknowledged after it.
     KeepCheckpointAfterAck,
+    /// The owner of the durability reports is not told when TRUNC or a leader's snapshot
+    /// cuts the log back, so a report still unread names entries the log no longer holds.
+    StaleDurableAfterTruncate,
 }
 
 impl StorageBug {
-    pub const ALL: [StorageBug; 2] = [
+    pub const ALL: [StorageBug; 3] = [
         StorageBug::DurableBeforeFsync,
         StorageBug::KeepCheckpointAfterAck,
+        StorageBug::StaleDurableAfterTruncate,
     ];
 
     pub fn name(self) -> &'static str {
         match self {
             StorageBug::DurableBeforeFsync => "durable-before-fsync",
             StorageBug::KeepCheckpointAfterAck => "keep-checkpoint-after-ack",
+            StorageBug::StaleDurableAfterTruncate => "stale-durable-after-truncate",
         }
     }
 

@@ -58,6 +58,7 @@ impl SnapshotJob {
                 stats.last_bytes.store(written.bytes, Ordering::Relaxed);
                 stats.total_millis.fetch_add(ms, Ordering::Relaxed);
                 stats.max_millis.fetch_max(ms, Ordering::Relaxed);
+                stats.recent_millis.record(ms);
                 log_snapshot_written(
                     self.purge_after.is_some(),
                     &written.path,

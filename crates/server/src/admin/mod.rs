@@ -3,27 +3,48 @@
 //! `/commands` lists them as links, as ZooKeeper's Jetty server does.
 //!
 //! Off unless `admin.enableServer=true` (ZooKeeper 3.5-3.9 turn it on by default, 3.10 off;
-//! meerkat follows 3.10 so that a server never takes port 8080 unasked). HTTPS
-//! (`admin.portUnification`, `admin.forceHttps`) is not offered yet.
+//! meerkat follows 3.10 so that a server never takes port 8080 unasked). HTTPS with
+//! `admin.forceHttps` (only HTTPS) or `admin.portUnification` (both on one port), using the
+//! `ssl.quorum.*` stores as ZooKeeper's `JettyAdminServer` does; `admin.needClientAuth` asks
+//! HTTPS clients for a certificate the quorum trust store accepts.
 
 pub mod commands;
 pub mod text;
 
-use crate::config::ServerConfig;
+use crate::config::{ClientAuth, ServerConfig, TlsSettings};
 use crate::connection::Shared;
 use crate::metrics::http::{self, Reply};
 use hyper::StatusCode;
 use std::sync::Arc;
 
+/// The TLS settings of the AdminServer's HTTPS: the quorum's stores, protocols and suites.
+pub fn tls_settings(config: &ServerConfig) -> TlsSettings {
+    let quorum = &config.quorum_tls;
+    TlsSettings {
+        key_store: quorum.key_store.clone(),
+        trust_store: quorum.trust_store.clone(),
+        client_auth: if config.admin.need_client_auth {
+            ClientAuth::Need
+        } else {
+            ClientAuth::None
+        },
+        protocol: quorum.protocol.clone(),
+        enabled_protocols: quorum.enabled_protocols.clone(),
+        cipher_suites: quorum.cipher_suites.clone(),
+        ..TlsSettings::default()
+    }
+}
+
 /// Serves the AdminServer until the task is aborted.
 pub async fn serve(
     listener: tokio::net::TcpListener,
+    https: http::Https,
     shared: Arc<Shared>,
     config: Arc<ServerConfig>,
 ) {
     let base = config.admin.command_url.trim_end_matches('/').to_string();
     let ctx = Arc::new(commands::Context { shared, config });
-    http::serve(listener, "admin", move |path, _query| {
+    http::serve(listener, "admin", https, move |path, _query| {
         let (ctx, base) = (ctx.clone(), base.clone());
         async move {
             let Some(rest) = path.strip_prefix(base.as_str()) else {

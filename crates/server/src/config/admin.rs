@@ -18,6 +18,22 @@ pub struct AdminSettings {
     pub port: u16,
     /// `admin.commandURL` (default /commands).
     pub command_url: String,
+    /// `admin.portUnification`: HTTPS and plain HTTP on the one port, told apart by the first
+    /// byte, as Jetty's `UnifiedConnectionFactory` does.
+    pub port_unification: bool,
+    /// `admin.forceHttps`: HTTPS only.
+    pub force_https: bool,
+    /// `admin.needClientAuth`: HTTPS clients must present a certificate the quorum trust store
+    /// accepts.
+    pub need_client_auth: bool,
+}
+
+impl AdminSettings {
+    /// Whether the AdminServer speaks HTTPS (with the `ssl.quorum.*` stores, as ZooKeeper's
+    /// `JettyAdminServer` reads them through `QuorumX509Util`).
+    pub fn serves_https(&self) -> bool {
+        self.port_unification || self.force_https
+    }
 }
 
 impl Default for AdminSettings {
@@ -27,6 +43,9 @@ impl Default for AdminSettings {
             address: IpAddr::V4(Ipv4Addr::UNSPECIFIED),
             port: DEFAULT_ADMIN_PORT,
             command_url: DEFAULT_COMMAND_URL.to_string(),
+            port_unification: false,
+            force_https: false,
+            need_client_auth: false,
         }
     }
 }
@@ -54,9 +73,11 @@ pub(super) fn read(
         }
         // Jetty's idle timeout: hyper's connections end when the client closes them.
         "idleTimeout" => {}
-        // HTTPS, client certificates, the snapshot and restore commands: not offered.
-        "portUnification" | "forceHttps" | "needClientAuth" | "snapshot.enabled"
-        | "restore.enabled" => return Ok(Some(!values::java_bool(value)?)),
+        "portUnification" => settings.port_unification = values::java_bool(value)?,
+        "forceHttps" => settings.force_https = values::java_bool(value)?,
+        "needClientAuth" => settings.need_client_auth = values::java_bool(value)?,
+        // The snapshot and restore commands: not offered.
+        "snapshot.enabled" | "restore.enabled" => return Ok(Some(!values::java_bool(value)?)),
         _ => return Ok(Some(false)),
     }
     Ok(Some(true))

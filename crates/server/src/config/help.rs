@@ -94,6 +94,9 @@ admin.enableServer=BOOL        * false          the AdminServer (ZooKeeper 3.9's
 admin.serverAddress=IP         * 0.0.0.0        its address
 admin.serverPort=PORT          * 8080           its port
 admin.commandURL=PATH          * /commands      its commands' base path
+admin.forceHttps=BOOL          * false          HTTPS only, with the ssl.quorum.* stores
+admin.portUnification=BOOL     * false          HTTPS and HTTP on the one port
+admin.needClientAuth=BOOL      * false          HTTPS clients need a certificate ssl.quorum.trustStore trusts
 
 OTHER ZOOKEEPER KEYS
 Other ZooKeeper 3.9 keys (quorum.auth.*, kerberos.*, ssl.quorum.context.*,

@@ -278,6 +278,23 @@ impl<'a> Reader<'a> {
                       server's certificate and the certificates that sign its peers'",
             });
         }
+        let admin = &self.config.admin;
+        if admin.enabled && admin.serves_https() && quorum.key_store.is_none() {
+            return Err(ConfigError::Missing {
+                origin: self.origin.to_string(),
+                key: "ssl.quorum.keyStore.location",
+                why: "admin.forceHttps and admin.portUnification serve the AdminServer over \
+                      HTTPS with the quorum's certificate, as ZooKeeper does",
+            });
+        }
+        if admin.enabled && admin.need_client_auth && quorum.trust_store.is_none() {
+            return Err(ConfigError::Missing {
+                origin: self.origin.to_string(),
+                key: "ssl.quorum.trustStore.location",
+                why: "admin.needClientAuth checks HTTPS clients' certificates against the \
+                      quorum trust store",
+            });
+        }
         self.config.quorum_tls = quorum;
         if tls.serves_tls() && tls.key_store.is_none() {
             return Err(ConfigError::Missing {

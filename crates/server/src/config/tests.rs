@@ -1022,6 +1022,47 @@ fn tls_needs_a_key_store_and_valid_values() {
 }
 
 #[test]
+fn admin_https_takes_the_quorum_stores() {
+    let config = parse(&with_data_dir(
+        "admin.enableServer=true\nadmin.forceHttps=true\nadmin.needClientAuth=true\n\
+         ssl.quorum.keyStore.location=/q.p12\nssl.quorum.trustStore.location=/t.p12\n",
+    ));
+    assert!(config.admin.force_https && config.admin.need_client_auth);
+    assert!(config.admin.serves_https());
+    let tls = crate::admin::tls_settings(&config);
+    assert_eq!(tls.client_auth, ClientAuth::Need);
+    assert_eq!(tls.key_store.map(|s| s.path), Some("/q.p12".into()));
+    let error = parse_err("dataDir=/d\nadmin.enableServer=true\nadmin.portUnification=true\n");
+    assert!(
+        matches!(
+            error,
+            ConfigError::Missing {
+                key: "ssl.quorum.keyStore.location",
+                ..
+            }
+        ),
+        "{error}"
+    );
+    let error = parse_err(
+        "dataDir=/d\nadmin.enableServer=true\nadmin.forceHttps=true\n\
+         admin.needClientAuth=true\nssl.quorum.keyStore.location=/q.p12\n",
+    );
+    assert!(
+        matches!(
+            error,
+            ConfigError::Missing {
+                key: "ssl.quorum.trustStore.location",
+                ..
+            }
+        ),
+        "{error}"
+    );
+    // An AdminServer that is off needs no stores, whatever its HTTPS keys say.
+    let config = parse(&with_data_dir("admin.forceHttps=true\n"));
+    assert!(!config.admin.enabled);
+}
+
+#[test]
 fn both_client_ports_and_unknown_tls_tuning() {
     let config = parse(&with_data_dir(
         "clientPort=2181\nsecureClientPort=2281\nssl.keyStore.location=/k.jks\n\

@@ -1,7 +1,9 @@
 //! A small HTTP/1.1 server (hyper) for the Prometheus endpoint and the AdminServer: GET and
-//! HEAD only, a bounded number of connections, a bounded time to send the request head.
+//! HEAD only, a bounded number of connections, a bounded time to send the request head, and
+//! optionally HTTPS (the AdminServer's `admin.forceHttps` / `admin.portUnification`).
 
 use crate::limits::{HTTP_CONNECTIONS_MAX, HTTP_HEADER_READ_TIMEOUT};
+use crate::tls::{self, ServerTls};
 use http_body_util::Full;
 use hyper::body::Bytes;
 use hyper::{Method, StatusCode};
@@ -36,8 +38,19 @@ impl Reply {
     }
 }
 
+/// Whether a listener speaks HTTPS.
+#[derive(Clone)]
+pub enum Https {
+    /// Plain HTTP only.
+    Off,
+    /// HTTPS only.
+    Only(Arc<ServerTls>),
+    /// Both on one port: a connection whose first byte starts a TLS record gets HTTPS.
+    Unified(Arc<ServerTls>),
+}
+
 /// Serves `handler(path, query)` for GET and HEAD until the task is aborted.
-pub async fn serve<H, F>(listener: TcpListener, what: &'static str, handler: H)
+pub async fn serve<H, F>(listener: TcpListener, what: &'static str, https: Https, handler: H)
 where
     H: Fn(String, Option<String>) -> F + Send + Sync + 'static,
     F: Future<Output = Reply> + Send + 'static,
@@ -56,23 +69,64 @@ where
                 continue;
             }
         };
-        let handler = handler.clone();
+        let (handler, https) = (handler.clone(), https.clone());
         tokio::spawn(async move {
-            let service = hyper::service::service_fn(
-                move |request: hyper::Request<hyper::body::Incoming>| {
-                    let handler = handler.clone();
-                    async move { Ok::<_, std::convert::Infallible>(answer(&*handler, request).await) }
-                },
-            );
-            let connection = hyper::server::conn::http1::Builder::new()
-                .timer(hyper_util::rt::TokioTimer::new())
-                .header_read_timeout(HTTP_HEADER_READ_TIMEOUT)
-                .serve_connection(hyper_util::rt::TokioIo::new(stream), service);
-            if let Err(e) = connection.await {
-                tracing::debug!(what, %peer, error = %e, "HTTP connection ended");
+            match tls_for(&https, &stream, what, peer).await {
+                Ok(None) => serve_stream(stream, what, peer, handler).await,
+                Ok(Some(tls)) => {
+                    if let Ok((stream, _)) = tls::accept(&tls, stream, peer).await {
+                        serve_stream(stream, what, peer, handler).await;
+                    }
+                }
+                Err(()) => {}
             }
             drop(permit);
         });
+    }
+}
+
+/// The TLS a new connection gets (`None`: plain HTTP); `Err` when it sent nothing in time.
+async fn tls_for(
+    https: &Https,
+    stream: &tokio::net::TcpStream,
+    what: &'static str,
+    peer: SocketAddr,
+) -> Result<Option<Arc<ServerTls>>, ()> {
+    match https {
+        Https::Off => Ok(None),
+        Https::Only(tls) => Ok(Some(tls.clone())),
+        Https::Unified(tls) => {
+            let mut first = [0u8; 1];
+            match tokio::time::timeout(HTTP_HEADER_READ_TIMEOUT, stream.peek(&mut first)).await {
+                Ok(Ok(1)) if first[0] == tls::TLS_HANDSHAKE_RECORD_TYPE => Ok(Some(tls.clone())),
+                Ok(Ok(1)) => Ok(None),
+                Ok(_) => Err(()),
+                Err(_) => {
+                    tracing::debug!(what, %peer, "nothing sent in time; closing the connection");
+                    Err(())
+                }
+            }
+        }
+    }
+}
+
+async fn serve_stream<S, H, F>(stream: S, what: &'static str, peer: SocketAddr, handler: Arc<H>)
+where
+    S: tokio::io::AsyncRead + tokio::io::AsyncWrite + Unpin + Send + 'static,
+    H: Fn(String, Option<String>) -> F + Send + Sync + 'static,
+    F: Future<Output = Reply> + Send + 'static,
+{
+    let service =
+        hyper::service::service_fn(move |request: hyper::Request<hyper::body::Incoming>| {
+            let handler = handler.clone();
+            async move { Ok::<_, std::convert::Infallible>(answer(&*handler, request).await) }
+        });
+    let connection = hyper::server::conn::http1::Builder::new()
+        .timer(hyper_util::rt::TokioTimer::new())
+        .header_read_timeout(HTTP_HEADER_READ_TIMEOUT)
+        .serve_connection(hyper_util::rt::TokioIo::new(stream), service);
+    if let Err(e) = connection.await {
+        tracing::debug!(what, %peer, error = %e, "HTTP connection ended");
     }
 }
 

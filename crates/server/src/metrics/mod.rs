@@ -40,25 +40,30 @@ pub async fn ask_core(core_tx: &mpsc::Sender<CoreMsg>, command: &str) -> Option<
 
 /// Serves `/metrics` until the task is aborted.
 pub async fn serve_prometheus(listener: tokio::net::TcpListener, shared: Arc<Shared>) {
-    http::serve(listener, "prometheus", move |path, _query| {
-        let shared = shared.clone();
-        async move {
-            if path != "/metrics" {
-                return http::Reply::not_found();
+    http::serve(
+        listener,
+        "prometheus",
+        http::Https::Off,
+        move |path, _query| {
+            let shared = shared.clone();
+            async move {
+                if path != "/metrics" {
+                    return http::Reply::not_found();
+                }
+                match ask(&shared, "mntr").await {
+                    Some(mntr) => http::Reply::new(
+                        StatusCode::OK,
+                        "text/plain; version=0.0.4; charset=utf-8",
+                        prometheus::render(&mntr),
+                    ),
+                    None => http::Reply::new(
+                        StatusCode::SERVICE_UNAVAILABLE,
+                        "text/plain; charset=utf-8",
+                        "the server is shutting down\n".into(),
+                    ),
+                }
             }
-            match ask(&shared, "mntr").await {
-                Some(mntr) => http::Reply::new(
-                    StatusCode::OK,
-                    "text/plain; version=0.0.4; charset=utf-8",
-                    prometheus::render(&mntr),
-                ),
-                None => http::Reply::new(
-                    StatusCode::SERVICE_UNAVAILABLE,
-                    "text/plain; charset=utf-8",
-                    "the server is shutting down\n".into(),
-                ),
-            }
-        }
-    })
+        },
+    )
     .await;
 }

@@ -4,10 +4,11 @@
 //! registers the metric (gauge, counter or summary), values printed as Java doubles.
 //!
 //! Summaries: ZooKeeper's have a `quantile="0.5"` sample (and 0.9 and 0.99 for its "advanced"
-//! ones), `_count` and `_sum`. meerkat keeps a count and a sum for `fsynctime` and
-//! `snapshottime` but no distribution, so the quantile samples are `NaN`, which is also what
-//! ZooKeeper shows for a summary with no recent observation. `startup_txns_loaded` and
-//! `startup_snap_load_time` are one observation each, as in ZooKeeper.
+//! ones; `fsynctime` and `snapshottime` are basic), `_count` and `_sum`. The median is `mntr`'s
+//! `p50_` line, taken over the latest 1,024 observations (ZooKeeper's over the last ten
+//! minutes), and `NaN` before the first, as ZooKeeper shows a summary with no recent
+//! observation. `startup_txns_loaded` and `startup_snap_load_time` are one observation each,
+//! as in ZooKeeper.
 //!
 //! No maintained Rust metrics crate writes summaries in this format (prometheus-client writes
 //! OpenMetrics without summaries, `prometheus` has none), so the few lines are written here.
@@ -72,7 +73,11 @@ pub fn render(mntr: &str) -> String {
         ) else {
             continue;
         };
-        summary(&mut out, name, f64::NAN, count, sum);
+        let median = values
+            .get(format!("p50_{name}").as_str())
+            .and_then(|v| number(v))
+            .unwrap_or(f64::NAN);
+        summary(&mut out, name, median, count, sum);
     }
     for name in ONE_OBSERVATION_SUMMARIES {
         if let Some(v) = values.get(name).and_then(|v| number(v)) {
@@ -80,10 +85,13 @@ pub fn render(mntr: &str) -> String {
         }
     }
     let summarised = |key: &str| {
-        ["avg_", "min_", "max_", "cnt_", "sum_"].iter().any(|p| {
-            key.strip_prefix(p)
-                .is_some_and(|rest| SUMMARIES.contains(&rest))
-        }) || ONE_OBSERVATION_SUMMARIES.contains(&key)
+        ["avg_", "min_", "max_", "cnt_", "sum_", "p50_"]
+            .iter()
+            .any(|p| {
+                key.strip_prefix(p)
+                    .is_some_and(|rest| SUMMARIES.contains(&rest))
+            })
+            || ONE_OBSERVATION_SUMMARIES.contains(&key)
     };
     for (key, value) in &values {
         let Some(v) = number(value) else { continue };
@@ -134,5 +142,21 @@ mod tests {
                 && !text.contains("version")
                 && !text.contains("server_state")
         );
+    }
+
+    #[test]
+    fn the_median_comes_from_the_p50_line() {
+        let mntr = "zk_cnt_fsynctime\t4\nzk_sum_fsynctime\t8\nzk_p50_fsynctime\t1.250\n\
+                    zk_cnt_snapshottime\t0\nzk_sum_snapshottime\t0\nzk_p50_snapshottime\tNaN\n";
+        let text = render(mntr);
+        assert!(
+            text.contains("fsynctime{quantile=\"0.5\",} 1.25\nfsynctime_count 4.0\n"),
+            "{text}"
+        );
+        assert!(
+            text.contains("snapshottime{quantile=\"0.5\",} NaN\n"),
+            "{text}"
+        );
+        assert!(!text.contains("p50_"), "{text}");
     }
 }

@@ -294,6 +294,7 @@ fn run_cluster_seeds(args: &Args, seeds: &[u64]) -> ExitCode {
     std::panic::set_hook(Box::new(|info| eprintln!("panic: {info}")));
     let (mut ran, mut failures) = (0u64, 0u64);
     let (mut committed, mut answered, mut throttled, mut expired, mut crashes) = (0, 0, 0, 0, 0);
+    let mut stale = 0;
     // Diskless: (lost writes, span ms) per loss after a power loss, and the other losses.
     let mut power: Vec<(usize, u64)> = Vec::new();
     let mut other: Vec<(usize, u64)> = Vec::new();
@@ -307,6 +308,7 @@ fn run_cluster_seeds(args: &Args, seeds: &[u64]) -> ExitCode {
                 committed += report.committed;
                 answered += report.answered;
                 throttled += report.throttled;
+                stale += report.stale_reports;
                 expired += report.sessions_expired;
                 crashes += report.crashes;
                 for &(txns, span, after_power_loss) in &report.losses {
@@ -351,7 +353,7 @@ fn run_cluster_seeds(args: &Args, seeds: &[u64]) -> ExitCode {
         }
     }
     println!(
-        "cluster: committed txns={committed} answered ops={answered} throttled={throttled} sessions expired={expired} crashes={crashes}"
+        "cluster: committed txns={committed} answered ops={answered} throttled={throttled} sessions expired={expired} crashes={crashes} stale durable reports={stale}"
     );
     if args.diskless {
         let describe = |rows: &[(usize, u64)]| {

@@ -36,8 +36,11 @@ pub struct Node {
     /// The disk: what the running replica wrote, or what survived its last crash.
     pub fs: FaultyFs,
     pub replica: Option<SimReplica>,
-    /// Durability reports of the store, waiting to be handed to the replica.
-    reports: Arc<Mutex<Vec<i64>>>,
+    /// Durability reports of the store, waiting to be handed to the replica (see
+    /// [`Progress`]).
+    reports: Arc<Mutex<Progress>>,
+    /// A delivery of `reports` is scheduled.
+    pub report_in_flight: bool,
     /// Set when the store failed (the replica must stop).
     failure: Arc<Mutex<Option<String>>>,
     /// Boots so far: events of an earlier boot are stale.
@@ -67,6 +70,7 @@ impl Node {
             fs: FaultyFs::new(),
             replica: None,
             reports: Arc::default(),
+            report_in_flight: false,
             failure: Arc::default(),
             incarnation: 0,
             fsync_in_flight: false,
@@ -91,6 +95,7 @@ impl Node {
         self.fsync_in_flight = false;
         self.snapshot_in_flight = false;
         self.reports = Arc::default();
+        self.report_in_flight = false;
         self.failure = Arc::default();
         let options = PersistenceOptions {
             layout: layout(),
@@ -110,7 +115,7 @@ impl Node {
         let (store, recovered) = Persistence::open(
             Arc::new(self.fs.clone()),
             options,
-            Box::new(move |zxid| lock(&reports).push(zxid)),
+            Box::new(move |zxid| lock(&reports).report(zxid)),
             Box::new(move |e| *lock(&failure) = Some(e.to_string())),
         )
         .map_err(|e| format!("server {} cannot recover: {e}", self.sid))?;
@@ -118,11 +123,7 @@ impl Node {
         store.set_clock(now.mono_ms);
         // As the server's progress channel: a report from before a cut no longer holds.
         let cut = self.reports.clone();
-        store.on_log_cut(Box::new(move |zxid| {
-            for report in lock(&cut).iter_mut() {
-                *report = (*report).min(zxid);
-            }
-        }));
+        store.on_log_cut(Box::new(move |zxid| lock(&cut).cut(zxid)));
         #[cfg(feature = "planted-bugs")]
         if let Some(bug) = config
             .bug
@@ -187,6 +188,7 @@ impl Node {
         self.crash_count += 1;
         self.fsync_in_flight = false;
         self.snapshot_in_flight = false;
+        self.report_in_flight = false;
         self.disk = Some(disk_holdings(&self.fs));
     }
 
@@ -218,14 +220,45 @@ impl Node {
         }
     }
 
-    /// Durability reports the store made since the last call.
-    pub fn take_reports(&self) -> Vec<i64> {
-        std::mem::take(&mut *lock(&self.reports))
+    /// Whether the store reported something the replica has not been handed yet.
+    pub fn report_waiting(&self) -> bool {
+        lock(&self.reports).changed
+    }
+
+    /// The store's latest durability report, if it changed since the last call.
+    pub fn take_report(&self) -> Option<i64> {
+        lock(&self.reports).take()
     }
 
     /// Why the store stopped, if it did.
     pub fn store_failure(&self) -> Option<String> {
         lock(&self.failure).clone()
+    }
+}
+
+/// The server's progress channel as the simulator runs it: the writer's latest durability
+/// report, overwritten by the next one, lowered when the log is cut, and read by the replica
+/// some time later (the server's watch channel and its task hop). A report still unread at a
+/// cut names entries the log no longer holds; the cut must lower it before it is read.
+#[derive(Debug, Default)]
+pub struct Progress {
+    value: i64,
+    changed: bool,
+}
+
+impl Progress {
+    fn report(&mut self, zxid: i64) {
+        self.value = zxid;
+        self.changed = true;
+    }
+
+    fn cut(&mut self, zxid: i64) {
+        self.value = self.value.min(zxid);
+        self.changed = true;
+    }
+
+    fn take(&mut self) -> Option<i64> {
+        std::mem::take(&mut self.changed).then_some(self.value)
     }
 }
 

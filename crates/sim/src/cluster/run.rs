@@ -23,6 +23,8 @@ pub struct ClusterReport {
     pub answered: usize,
     /// Requests the leader refused with THROTTLEDOP.
     pub throttled: usize,
+    /// Durability reports that reached the replica naming a zxid its log no longer holds.
+    pub stale_reports: usize,
     pub sessions_expired: usize,
     pub crashes: usize,
     pub events: u64,
@@ -59,6 +61,7 @@ pub fn run_cluster(opts: ClusterOptions) -> ClusterReport {
         ops: w.history.len(),
         answered: w.history.iter().filter(|op| op.result.is_some()).count(),
         throttled: w.throttled,
+        stale_reports: w.stale_reports,
         sessions_expired: w.sessions_expired,
         crashes: w.crashes,
         events: w.events,

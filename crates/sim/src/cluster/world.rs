@@ -119,6 +119,11 @@ pub enum Event {
         node: Sid,
         incarnation: u64,
     },
+    /// The replica reads the store's progress channel (the server's task hop).
+    ProgressRead {
+        node: Sid,
+        incarnation: u64,
+    },
     SnapshotDone {
         node: Sid,
         incarnation: u64,
@@ -202,6 +207,9 @@ pub struct ClusterWorld {
     pub events: u64,
     pub sessions_expired: usize,
     pub throttled: usize,
+    /// Durability reports that named a zxid past the end of the reader's log (only a
+    /// report from before a cut can).
+    pub stale_reports: usize,
     pub crashes: usize,
     /// When clients gave up on a silent connection, and on which request.
     pub hang_ups: Vec<(Millis, usize)>,
@@ -239,6 +247,7 @@ impl ClusterWorld {
             events: 0,
             sessions_expired: 0,
             throttled: 0,
+            stale_reports: 0,
             crashes: 0,
             hang_ups: Vec::new(),
             expiries: Vec::new(),
@@ -313,6 +322,7 @@ impl ClusterWorld {
             | Event::ZabTick { node, .. }
             | Event::SessionTick { node, .. }
             | Event::FsyncDone { node, .. }
+            | Event::ProgressRead { node, .. }
             | Event::SnapshotDone { node, .. }
             | Event::ToServer { node, .. } => Some(*node),
             _ => None,
@@ -395,6 +405,15 @@ impl ClusterWorld {
                     self.after_input(node);
                 }
             }
+            Event::ProgressRead { node, incarnation } => {
+                if self.node(node).incarnation == incarnation {
+                    self.node_mut(node).report_in_flight = false;
+                    if let Some(zxid) = self.node(node).take_report() {
+                        self.count_stale_report(node, zxid);
+                        self.with_replica(node, |r, now| r.on_log_durable(now, zxid));
+                    }
+                }
+            }
             Event::SnapshotDone {
                 node,
                 incarnation,
@@ -437,27 +456,19 @@ impl ClusterWorld {
         self.after_input(sid);
     }
 
-    /// Executes the replica's outputs and hands it the store's durability reports, until
-    /// neither produces more; then schedules the disk work the store waits for.
+    /// Executes the replica's outputs until it produces no more; then schedules the disk
+    /// work the store waits for and the replica's reading of the store's reports.
     fn after_input(&mut self, sid: Sid) {
-        let now = self.time();
         for _ in 0..10_000 {
-            let node = self.node_mut(sid);
-            let Some(replica) = node.replica.as_mut() else {
+            let Some(replica) = self.node_mut(sid).replica.as_mut() else {
                 return;
             };
             let outputs = replica.take_outputs();
-            let reports = node.take_reports();
-            if outputs.is_empty() && reports.is_empty() {
+            if outputs.is_empty() {
                 break;
             }
             for output in outputs {
                 self.execute(sid, output);
-            }
-            if let Some(replica) = self.node_mut(sid).replica.as_mut() {
-                for zxid in reports {
-                    replica.on_log_durable(now, zxid);
-                }
             }
         }
         let fatal = self
@@ -473,6 +484,7 @@ impl ClusterWorld {
         if let Some(failure) = self.node(sid).store_failure() {
             self.fail(format!("server {sid}: storage failed: {failure}"));
         }
+        let read_progress = self.node(sid).report_waiting() && !self.node(sid).report_in_flight;
         let node = self.node_mut(sid);
         let Some(replica) = node.replica.as_mut() else {
             return;
@@ -489,6 +501,20 @@ impl ClusterWorld {
             self.schedule(
                 at,
                 Event::FsyncDone {
+                    node: sid,
+                    incarnation,
+                },
+            );
+        }
+        if read_progress {
+            // The report crosses a thread and a task queue: other events may come first, and
+            // now and then a busy server reads it late.
+            self.node_mut(sid).report_in_flight = true;
+            let late = self.rng.chance(0.1);
+            let at = self.now + self.rng.range(0, if late { 40 } else { 2 });
+            self.schedule(
+                at,
+                Event::ProgressRead {
                     node: sid,
                     incarnation,
                 },
@@ -613,6 +639,18 @@ impl ClusterWorld {
                     ));
                 }
             }
+        }
+    }
+
+    fn count_stale_report(&mut self, sid: Sid, zxid: i64) {
+        let logged = self
+            .node(sid)
+            .replica
+            .as_ref()
+            .and_then(|r| r.ensemble.as_ref())
+            .map(|e| e.zab.last_logged());
+        if logged.is_some_and(|last| zxid > last.as_i64()) {
+            self.stale_reports += 1;
         }
     }
 
