@@ -9,3 +9,12 @@ pub const WATCHES_PER_CONNECTION_MAX: usize = 1_000_000;
 
 /// Leader digests kept for zxids this learner has not applied yet.
 pub const DIGEST_CHECKS_MAX: usize = 64;
+
+/// Handshakes a member without a leader holds (see `ensemble::hold`); past it new clients are
+/// refused (their connection closed, logged) and try another server. The server's own limit
+/// on connections bounds them already; this keeps the hold bounded on its own.
+pub const HELD_CONNECTS_MAX: usize = 60_000;
+
+/// Sessions whose highest taken cxid a leader remembers beyond the live ones (see
+/// `Ensemble::taken_cxid`): past it, the entries of ended sessions are dropped.
+pub const TAKEN_SESSIONS_MAX: usize = 100_000;

@@ -15,14 +15,26 @@ pub enum HostBug {
     /// The leader takes due sessions off its tracker whether or not its backlog has room, and
     /// an expiry the full backlog refuses is forgotten: the session never ends.
     ForgetRefusedExpiry,
+    /// A member without a leader holds its clients forever instead of releasing them at the
+    /// hold's bound, so they never move to the majority side.
+    HoldForever,
+    /// A member that serves again sends every waiting write again, even one its log already
+    /// holds from the leader (committed or about to be): that write runs twice.
+    ResendLogged,
+    /// A leader keeps the requests of a member whose link broke in its backlog, and proposes
+    /// them after that member synced and sent them again: they run twice.
+    KeepWorkOfLostMembers,
 }
 
 impl HostBug {
-    pub const ALL: [HostBug; 4] = [
+    pub const ALL: [HostBug; 7] = [
         HostBug::DropWhenBacklogFull,
         HostBug::ReplyBeforeEvent,
         HostBug::LearnerExpiresSessions,
         HostBug::ForgetRefusedExpiry,
+        HostBug::HoldForever,
+        HostBug::ResendLogged,
+        HostBug::KeepWorkOfLostMembers,
     ];
 
     pub fn name(self) -> &'static str {
@@ -31,6 +43,9 @@ impl HostBug {
             HostBug::ReplyBeforeEvent => "reply-before-event",
             HostBug::LearnerExpiresSessions => "learner-expires-sessions",
             HostBug::ForgetRefusedExpiry => "forget-refused-expiry",
+            HostBug::HoldForever => "hold-forever",
+            HostBug::ResendLogged => "resend-logged",
+            HostBug::KeepWorkOfLostMembers => "keep-work-of-lost-members",
         }
     }
 

@@ -361,11 +361,21 @@ impl<S: Store> Replica<S> {
         self.conns.insert(conn, c);
         if let Some(ensemble) = self.ensemble.as_deref() {
             if !ensemble.serving {
-                tracing::info!(conn, %peer, role = ensemble.role_name(), "refusing a client: this server is not serving until a leader is established");
-                self.close_conn(conn);
+                let role = ensemble.role_name();
+                if self.hold_connect(conn, peer, req) {
+                    tracing::debug!(conn, %peer, role, "holding a handshake until a leader is established");
+                } else {
+                    tracing::info!(conn, %peer, role, "refusing a client: this server has had no leader for longer than the hold");
+                    self.close_conn(conn);
+                }
                 return;
             }
         }
+        self.admit(conn, peer, req);
+    }
+
+    /// Answers a handshake on a serving server (or a standalone one).
+    pub(crate) fn admit(&mut self, conn: ConnId, peer: SocketAddr, req: ConnectRequest) {
         if req.last_zxid_seen > self.last_zxid() && self.saw_lost_writes(req.last_zxid_seen) {
             tracing::warn!(conn, %peer, session = format!("0x{:x}", req.session_id), client_zxid = format!("0x{:x}", req.last_zxid_seen), our_zxid = format!("0x{:x}", self.last_zxid()),
                 "diskless: the client saw writes of an earlier epoch that this established ensemble does not hold (lost when every server that had them crashed); its session is expired");
@@ -981,6 +991,7 @@ impl<S: Store> Replica<S> {
             self.store.idle(&self.tree);
         }
         self.report_session_activity();
+        self.check_hold_bound();
         if let Some(ensemble) = self.ensemble.as_deref() {
             #[cfg(feature = "planted-bugs")]
             if self

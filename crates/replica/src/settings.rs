@@ -23,6 +23,9 @@ pub struct Settings {
     /// `zookeeper.allowSaslFailedClients`: a failed SASL exchange keeps the connection unless
     /// SASL is enforced.
     pub allow_sasl_failed_clients: bool,
+    /// How long an ensemble member without a leader holds its clients' connections and
+    /// requests before it closes them (see `ensemble::hold`); about a tick by default.
+    pub failover_hold_ms: u64,
     /// Output [`crate::Output::Observed`] for a checker (the simulator).
     pub observe: bool,
     /// A deliberately wrong variant, for the simulator to catch.
@@ -52,6 +55,7 @@ impl Default for Settings {
             enforce_auth_schemes: Vec::new(),
             sasl_provider: false,
             allow_sasl_failed_clients: false,
+            failover_hold_ms: 2000,
             observe: false,
             #[cfg(feature = "planted-bugs")]
             planted_bug: None,

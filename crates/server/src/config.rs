@@ -132,6 +132,10 @@ pub struct ServerConfig {
     /// Diskless: a busy snapshot that took t ms is followed by a rest of t × this / 100 ms
     /// (`busySnapshotRest`, meerkat's own key).
     pub busy_snapshot_rest_percent: u32,
+    /// How long an ensemble member without a leader holds its clients' connections and
+    /// requests before closing them (`failoverHoldMs`, meerkat's own key; `None`: one
+    /// tickTime). See docs/ensemble.md.
+    pub failover_hold_ms: Option<u64>,
     pub sync_limit: Option<u32>,
     /// The `server.N` lines, sorted by id.
     pub servers: Vec<ServerLine>,
@@ -180,6 +184,7 @@ impl ServerConfig {
             purge_time_ms: DEFAULT_PURGE_TIME_MS,
             number_to_retain: DEFAULT_NUMBER_TO_RETAIN,
             busy_snapshot_rest_percent: DEFAULT_BUSY_SNAPSHOT_REST_PERCENT,
+            failover_hold_ms: None,
             servers: Vec::new(),
             entries: Vec::new(),
             warnings: Vec::new(),

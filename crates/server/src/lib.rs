@@ -400,6 +400,9 @@ fn replica_settings(config: &ServerConfig) -> replica::Settings {
         extended_types_enabled: config.extended_types_enabled,
         super_digest: config.super_digest.clone(),
         container_check_interval_ms: config.container_check_interval_ms,
+        failover_hold_ms: config
+            .failover_hold_ms
+            .unwrap_or(u64::from(config.tick_time_ms)),
         container_max_per_minute: config.container_max_per_minute,
         // `znode.container.maxNeverUsedIntervalMs` (default 0: never-used containers are kept).
         container_max_never_used_ms: config

@@ -175,6 +175,7 @@ impl<S: Store> Replica<S> {
         };
         tracing::info!(zxid = %zxid, nodes = tree.node_count(), "installed the leader's snapshot");
         self.replace_tree(tree);
+        self.close_held_after_snapshot();
         self.observe(|r| Observation::Installed {
             zxid,
             digest: r.tree.digest(),
@@ -215,13 +216,45 @@ impl<S: Store> Replica<S> {
         self.check_digest_at(zxid);
     }
 
-    /// The head of the session's connection queue, if it is the write with this cxid.
+    /// The waiting write of the session's connection with this cxid, taken off its queue once
+    /// everything ahead of it is answered. A leader takes a connection's writes in order, so a
+    /// write still waiting ahead of a delivered one was refused (the THROTTLED notice lost
+    /// with a broken link): it is answered THROTTLEDOP in its turn.
     fn waiting_write(&mut self, session_id: i64, cxid: i32) -> Option<ReplyTo> {
         let conn = self.session_conn.get(&session_id).copied()?;
         let queue = self.ensemble.as_deref_mut()?.queues.get_mut(&conn)?;
+        let at = queue.iter().position(
+            |w| matches!(w, Waiting::Write { reply, sent: true, .. } if reply.xid == cxid),
+        )?;
+        if at > 0 {
+            let ahead: Vec<Waiting> = queue
+                .drain(..at)
+                .map(|waiting| match waiting {
+                    Waiting::Write {
+                        reply, sent: true, ..
+                    } => {
+                        tracing::debug!(
+                            session = format!("0x{session_id:x}"),
+                            xid = reply.xid,
+                            later = cxid,
+                            "a write the leader passed over (refused, its notice lost): THROTTLEDOP"
+                        );
+                        Waiting::Throttled(reply)
+                    }
+                    other => other,
+                })
+                .collect();
+            for waiting in ahead.into_iter().rev() {
+                queue.push_front(waiting);
+            }
+            self.answer_waiting_reads(conn);
+        }
+        let queue = self.ensemble.as_deref_mut()?.queues.get_mut(&conn)?;
         match queue.front() {
-            Some(Waiting::Write(r)) if r.xid == cxid => match queue.pop_front() {
-                Some(Waiting::Write(r)) => Some(r),
+            Some(Waiting::Write {
+                reply, sent: true, ..
+            }) if reply.xid == cxid => match queue.pop_front() {
+                Some(Waiting::Write { reply, .. }) => Some(reply),
                 _ => None,
             },
             _ => None,
@@ -229,18 +262,21 @@ impl<S: Store> Replica<S> {
     }
 
     /// Answers what waits at the head of a connection's queue up to its next write: reads,
-    /// and writes the leader refused.
+    /// and writes the leader refused. A read that arrived while this member had no leader
+    /// waits until it has one.
     pub(crate) fn answer_waiting_reads(&mut self, conn: crate::watch_manager::ConnId) {
         loop {
             let Some(ensemble) = self.ensemble.as_deref_mut() else {
                 return;
             };
+            let serving = ensemble.serving;
             let Some(queue) = ensemble.queues.get_mut(&conn) else {
                 return;
             };
             match queue.front() {
+                Some(Waiting::Read { held: true, .. }) if !serving => return,
                 Some(Waiting::Read { .. } | Waiting::Throttled(_)) => {}
-                Some(Waiting::Write(_)) => return,
+                Some(Waiting::Write { .. }) => return,
                 None => {
                     ensemble.queues.remove(&conn);
                     return;
@@ -251,6 +287,7 @@ impl<S: Store> Replica<S> {
                     xid,
                     request,
                     received_ms,
+                    ..
                 }) => self.handle_read(conn, xid, request, received_ms),
                 Some(Waiting::Throttled(reply)) => {
                     let zxid = self.last_zxid();
@@ -409,24 +446,9 @@ impl<S: Store> Replica<S> {
                 after_ms = waited,
                 "serving clients"
             );
+            self.end_hold();
         } else {
-            ensemble.not_serving_since = Some(now_ms);
-            ensemble.queues.clear();
-            ensemble.connecting.clear();
-            ensemble.revalidating.clear();
-            ensemble.backlog.clear();
-            ensemble.touched.clear();
-            ensemble.digest_checks.clear();
-            tracing::warn!(
-                role = ensemble.role_name(),
-                "stopped serving clients until a leader is established; closing client connections"
-            );
-            let mut conns: Vec<_> = self.conns.keys().copied().collect();
-            // In one order every run: the simulator replays from a seed.
-            conns.sort_unstable();
-            for conn in conns {
-                self.close_conn(conn);
-            }
+            self.start_hold(now_ms);
         }
     }
 }

@@ -26,7 +26,8 @@ impl<S: Store> Replica<S> {
     // ---- clients ---------------------------------------------------------------------------
 
     /// A client write (or sync) on an ensemble member: queue its reply, then propose it here
-    /// or forward it to the leader.
+    /// or forward it to the leader; while this member has no leader, it waits in the queue
+    /// (see [`super::hold`]).
     pub(crate) fn ensemble_write(
         &mut self,
         conn: ConnId,
@@ -35,16 +36,32 @@ impl<S: Store> Replica<S> {
         request: Request,
         received_ms: u64,
     ) {
-        let auth_ids = self.auth_ids(conn);
         let reply = ReplyTo::new(conn, xid, &request, received_ms);
         let Some(ensemble) = self.ensemble() else {
             return;
         };
+        let sent = ensemble.serving;
+        let to_send = sent.then(|| request.clone());
         ensemble
             .queues
             .entry(conn)
             .or_default()
-            .push_back(Waiting::Write(reply));
+            .push_back(Waiting::Write {
+                reply,
+                request,
+                sent,
+            });
+        if let Some(request) = to_send {
+            self.send_write(conn, session_id, xid, request);
+        }
+    }
+
+    /// Proposes a local client's write here, or forwards it to the leader.
+    pub(crate) fn send_write(&mut self, conn: ConnId, session_id: i64, xid: i32, request: Request) {
+        let auth_ids = self.auth_ids(conn);
+        let Some(ensemble) = self.ensemble() else {
+            return;
+        };
         match ensemble.remote_leader() {
             Some(leader) => {
                 ensemble.stats.forwarded += 1;
@@ -81,12 +98,28 @@ impl<S: Store> Replica<S> {
         request: Request,
         received_ms: u64,
     ) {
-        if let Some(queue) = self.ensemble().and_then(|r| r.queues.get_mut(&conn)) {
-            queue.push_back(Waiting::Read {
-                xid,
-                request,
-                received_ms,
-            });
+        let Some(ensemble) = self.ensemble() else {
+            return;
+        };
+        // Without a leader this member may be cut off from the quorum: its reads wait, as
+        // its writes do, except pings, which keep the client's connection alive through the
+        // hold (clients match ping replies by their xid, never by order).
+        let held = !ensemble.serving;
+        if held && matches!(request, Request::Ping) {
+            self.handle_read(conn, xid, request, received_ms);
+            return;
+        }
+        if held || ensemble.queues.contains_key(&conn) {
+            ensemble
+                .queues
+                .entry(conn)
+                .or_default()
+                .push_back(Waiting::Read {
+                    xid,
+                    request,
+                    received_ms,
+                    held,
+                });
             return;
         }
         self.handle_read(conn, xid, request, received_ms);
@@ -119,6 +152,14 @@ impl<S: Store> Replica<S> {
                 read_only,
             },
         );
+        self.send_create_session(session_id, timeout_ms);
+    }
+
+    /// Asks the leader (or, leading, proposes) to create a session of a local client.
+    pub(crate) fn send_create_session(&mut self, session_id: i64, timeout_ms: u32) {
+        let Some(ensemble) = self.ensemble() else {
+            return;
+        };
         let timeout_ms = timeout_ms as i32;
         match ensemble.remote_leader() {
             Some(leader) => send(
@@ -337,10 +378,10 @@ impl<S: Store> Replica<S> {
         else {
             return;
         };
-        let at = queue
-            .iter()
-            .position(|w| matches!(w, Waiting::Write(r) if r.xid == xid));
-        if let Some(Waiting::Write(reply)) = at.and_then(|i| queue.remove(i)) {
+        let at = queue.iter().position(
+            |w| matches!(w, Waiting::Write { reply, sent: true, .. } if reply.xid == xid),
+        );
+        if let Some(Waiting::Write { reply, .. }) = at.and_then(|i| queue.remove(i)) {
             queue.insert(at.unwrap_or(0), Waiting::Throttled(reply));
         }
         self.answer_waiting_reads(conn);
@@ -488,10 +529,14 @@ impl<S: Store> Replica<S> {
     /// The connection to `peer` broke; nothing more comes from it.
     pub fn on_peer_down(&mut self, now: Now, peer: Sid) {
         self.now = now;
+        if self.ensemble.is_none() {
+            return;
+        }
+        tracing::debug!(peer, "peer disconnected");
+        self.forget_work_of(peer);
         let Some(ensemble) = self.ensemble() else {
             return;
         };
-        tracing::debug!(peer, "peer disconnected");
         ensemble.zab.handle_peer_disconnected(now.mono_ms, peer);
         self.run_zab();
     }
@@ -624,6 +669,7 @@ impl<S: Store> Replica<S> {
         }
         ensemble.zab.handle_tick(now.mono_ms);
         self.run_zab();
+        self.check_hold_bound();
         // Diskless: the writes a resting or running busy snapshot missed get theirs now.
         self.store.idle(&self.tree);
     }

@@ -15,16 +15,32 @@ use zab::{Role, Sid, Zab};
 
 /// A request of a local connection, waiting its turn.
 pub(crate) enum Waiting {
-    /// A write (or sync) sent for proposal; answered when its transaction is delivered here.
-    Write(ReplyTo),
+    /// A write (or sync) for proposal; answered when its transaction is delivered here. Kept
+    /// whole so that it can be sent again to the next leader if its own leader is lost
+    /// before committing it (see [`super::hold`]).
+    Write {
+        reply: ReplyTo,
+        request: Request,
+        /// Sent to a leader (false: held while this member has none).
+        sent: bool,
+    },
     /// A write the leader refused (its backlog was full): answered THROTTLEDOP in its turn.
     Throttled(ReplyTo),
-    /// A read behind an unanswered write of the same connection.
+    /// A read behind an unanswered write of the same connection, or one that arrived while
+    /// this member had no leader (`held`: answered only once it serves again).
     Read {
         xid: i32,
         request: Request,
         received_ms: u64,
+        held: bool,
     },
+}
+
+/// A client handshake that arrived while this member had no leader, answered once it has.
+pub(crate) struct HeldConnect {
+    pub conn: ConnId,
+    pub peer: std::net::SocketAddr,
+    pub request: proto::records::ConnectRequest,
 }
 
 /// A connection waiting for its session: a new one being created, or an existing one being
@@ -85,6 +101,11 @@ pub struct Ensemble {
     pub role: Role,
     /// When this server stopped serving ([`crate::Now::mono_ms`]), to time the election.
     pub not_serving_since: Option<u64>,
+    /// Not serving for longer than the hold allows: client connections were closed, and new
+    /// ones are refused until a leader is established (see [`super::hold`]).
+    pub released: bool,
+    /// Handshakes waiting for a leader, in arrival order.
+    pub(crate) held_connects: VecDeque<HeldConnect>,
     /// Leader: which server each session is attached to (ZooKeeper's session owner), for
     /// SessionMoved.
     pub(crate) owners: HashMap<i64, Sid>,
@@ -116,6 +137,8 @@ impl Ensemble {
             peers,
             serving: false,
             not_serving_since: Some(now_ms),
+            released: false,
+            held_connects: VecDeque::new(),
             owners: HashMap::new(),
             backlog: VecDeque::new(),
             backlog_max,
@@ -153,7 +176,7 @@ impl Ensemble {
         self.queues
             .values()
             .flatten()
-            .filter(|w| matches!(w, Waiting::Write(r) if r.is_sync()))
+            .filter(|w| matches!(w, Waiting::Write { reply, .. } if reply.is_sync()))
             .count()
     }
 

@@ -24,6 +24,8 @@ maxSessionTimeout=MS             20*tickTime    largest session timeout granted;
 maxClientCnxns=N                 60             concurrent connections per client IP; 0 = no limit
 initLimit=TICKS                  (none)         time for a follower to connect and sync; required with 2+ participants
 syncLimit=TICKS                  (none)         how far a follower may lag; required with 2+ participants
+failoverHoldMs=MS                tickTime       how long a member without a leader holds its clients' connections
+                                                and requests before closing them; 0 = close at once (ZooKeeper's way)
 server.N=HOST:QUORUM_PORT:ELECTION_PORT[:participant|observer][;[HOST:]CLIENT_PORT]
                                  (none)         ensemble member N (N is in that server's dataDir/myid)
 autopurge.snapRetainCount=N      3              snapshots kept by the purge task; at least 3

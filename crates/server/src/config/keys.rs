@@ -37,6 +37,7 @@ pub(super) enum Setting {
     PurgeTime,
     NumberToRetain,
     BusySnapshotRest,
+    FailoverHold,
 }
 
 pub(super) struct SettingKey {
@@ -106,6 +107,8 @@ pub(super) const SETTINGS: &[SettingKey] = &[
     key("NumberToRetain", Setting::NumberToRetain, false),
     // meerkat's own: how long busy snapshots rest between runs (docs/durability.md).
     key("busySnapshotRest", Setting::BusySnapshotRest, false),
+    // meerkat's own: how long a member without a leader holds its clients (docs/ensemble.md).
+    key("failoverHoldMs", Setting::FailoverHold, false),
 ];
 
 /// How an ignored key's value is checked. ZooKeeper itself fails on a bad boolean or integer for

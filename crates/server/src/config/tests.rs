@@ -152,6 +152,7 @@ diskless=true
 PurgeTime=5000
 NumberToRetain=2
 busySnapshotRest=50
+failoverHoldMs=1500
 server.1=zk1:2888:3888
 server.2=zk2:2888:3888
 server.3=zk3:2888:3888
@@ -195,6 +196,7 @@ fn every_key_is_read() {
     assert_eq!(config.purge_time_ms, 5000);
     assert_eq!(config.number_to_retain, 2);
     assert_eq!(config.busy_snapshot_rest_percent, 50);
+    assert_eq!(config.failover_hold_ms, Some(1500));
     assert_eq!(config.servers.len(), 3);
     assert!(config.warnings.is_empty(), "{:?}", config.warnings);
     assert_eq!(config.entries.len(), EVERY_KEY.lines().count());

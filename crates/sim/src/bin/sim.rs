@@ -29,6 +29,8 @@ struct Args {
     diskless: bool,
     snapshot_rest: Option<u64>,
     cluster: bool,
+    /// `--log`: the replicas' log lines on stderr (with `--cluster --seed S`).
+    log: bool,
 }
 
 fn parse() -> Result<Args, String> {
@@ -44,6 +46,7 @@ fn parse() -> Result<Args, String> {
         diskless: false,
         snapshot_rest: None,
         cluster: false,
+        log: false,
     };
     let mut it = std::env::args().skip(1);
     while let Some(a) = it.next() {
@@ -65,6 +68,7 @@ fn parse() -> Result<Args, String> {
             "--list" => args.list = true,
             "--diskless" => args.diskless = true,
             "--cluster" => args.cluster = true,
+            "--log" => args.log = true,
             "--snapshot-rest" => {
                 let pct = value("--snapshot-rest")?
                     .parse()
@@ -177,6 +181,14 @@ fn main() -> ExitCode {
             return ExitCode::FAILURE;
         }
     };
+    if args.log {
+        tracing_subscriber::fmt()
+            .with_writer(std::io::stderr)
+            .with_ansi(false)
+            .without_time()
+            .with_max_level(tracing::Level::DEBUG)
+            .init();
+    }
     #[cfg(not(feature = "planted-bugs"))]
     if args.bug.is_some() {
         eprintln!("sim: --bug needs the planted-bugs feature");

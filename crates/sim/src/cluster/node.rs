@@ -141,6 +141,7 @@ impl Node {
             tick_time_ms: config.tick_time_ms,
             min_session_timeout_ms: config.tick_time_ms * 2,
             max_session_timeout_ms: config.tick_time_ms * 20,
+            failover_hold_ms: u64::from(config.tick_time_ms),
             observe: true,
             #[cfg(feature = "planted-bugs")]
             planted_bug: config

@@ -210,6 +210,8 @@ pub struct ClusterWorld {
     /// Durability reports that named a zxid past the end of the reader's log (only a
     /// report from before a cut can).
     pub stale_reports: usize,
+    /// The zxid each client request (session, cxid) was committed at.
+    executed: BTreeMap<(i64, i32), Zxid>,
     pub crashes: usize,
     /// When clients gave up on a silent connection, and on which request.
     pub hang_ups: Vec<(Millis, usize)>,
@@ -248,6 +250,7 @@ impl ClusterWorld {
             sessions_expired: 0,
             throttled: 0,
             stale_reports: 0,
+            executed: BTreeMap::new(),
             crashes: 0,
             hang_ups: Vec::new(),
             expiries: Vec::new(),
@@ -330,6 +333,9 @@ impl ClusterWorld {
     }
 
     fn dispatch(&mut self, event: Event) {
+        // The replicas' log lines (`sim --log`) say when and on which server.
+        let _span =
+            tracing::info_span!("sim", t = self.now, server = Self::target(&event)).entered();
         // A paused process handles nothing until it resumes; what arrives waits in order.
         if let Some(sid) = Self::target(&event) {
             let i = Self::idx(sid);
@@ -387,6 +393,7 @@ impl ClusterWorld {
             Event::SessionTick { node, incarnation } => {
                 if self.node(node).incarnation == incarnation && self.node(node).is_up() {
                     self.with_replica(node, |r, now| r.tick(now));
+                    self.check_hold_released(node);
                     let half_tick = u64::from(self.opts.node.tick_time_ms / 2).max(1);
                     let next = Event::SessionTick { node, incarnation };
                     self.schedule(self.now + half_tick, next);
@@ -589,6 +596,9 @@ impl ClusterWorld {
             }
             Observation::Delivered(entry) => {
                 let leading = self.is_leader(sid);
+                if leading {
+                    self.check_executed_once(&entry);
+                }
                 if !self.opts.diskless && leading {
                     self.check_quorum_holds(sid, entry.zxid);
                 }
@@ -638,6 +648,56 @@ impl ClusterWorld {
                         "server {sid} installed a snapshot at {zxid} that is not the committed prefix"
                     ));
                 }
+            }
+        }
+    }
+
+    /// A member without a leader may hold its clients only up to its bound: past it, no
+    /// client connection it knows of may remain open (they must move to the majority side).
+    fn check_hold_released(&mut self, sid: Sid) {
+        let hold_ms = self.opts.node.tick_time_ms as u64;
+        let node = self.node(sid);
+        let Some(replica) = node.replica.as_ref() else {
+            return;
+        };
+        let Some(ensemble) = replica.ensemble.as_ref() else {
+            return;
+        };
+        let overdue = !ensemble.serving
+            && ensemble
+                .not_serving_since
+                .is_some_and(|since| self.now.saturating_sub(since) >= hold_ms);
+        if !overdue {
+            return;
+        }
+        let held = self
+            .conns
+            .iter()
+            .filter(|(id, c)| {
+                c.node == sid && c.incarnation == node.incarnation && replica.conns.contains_key(id)
+            })
+            .count();
+        if held > 0 {
+            self.fail(format!(
+                "server {sid} has had no leader for {hold_ms} ms or more and still holds {held} client connections"
+            ));
+        }
+    }
+
+    /// Every client request is executed at most once: no (session, cxid) is committed under
+    /// two zxids (a write sent again after a failover must not run twice).
+    fn check_executed_once(&mut self, entry: &zab::SharedEntry) {
+        let header = &entry.txn.header;
+        if header.client_id == 0 || header.cxid <= 0 {
+            return;
+        }
+        let key = (header.client_id, header.cxid);
+        if let Some(first) = self.executed.insert(key, entry.zxid) {
+            if first != entry.zxid && !self.checker.lost.contains_key(&first) {
+                self.fail(format!(
+                    "session 0x{:x} request {} committed twice, at {first} and at {}",
+                    header.client_id, header.cxid, entry.zxid
+                ));
             }
         }
     }
@@ -1175,7 +1235,20 @@ impl ClusterWorld {
             }
             return;
         }
-        match self.rng.below(5) {
+        match self.rng.below(6) {
+            5 => {
+                // A connection reset between the leader and a follower: no partition, so the
+                // follower rejoins the same leader at once, its forwarded writes perhaps still
+                // in that leader's pipeline.
+                let Some(leader) = self.leader() else {
+                    return;
+                };
+                let followers: Vec<Sid> =
+                    self.sids().into_iter().filter(|&s| s != leader).collect();
+                if let Some(&follower) = self.rng.pick(&followers) {
+                    self.reset_link(leader, follower);
+                }
+            }
             4 => {
                 // A pause longer than syncLimit: the others must move on, and the paused one
                 // must not act on what it believed before.
@@ -1228,6 +1301,22 @@ impl ClusterWorld {
                     }
                 }
             }
+        }
+    }
+
+    /// Breaks the connection between `a` and `b`; both ends hear of it now.
+    fn reset_link(&mut self, a: Sid, b: Sid) {
+        self.net.break_connection(a, b);
+        for (node, peer) in [(a, b), (b, a)] {
+            let incarnation = self.node(node).incarnation;
+            self.schedule(
+                self.now,
+                Event::PeerDown {
+                    node,
+                    peer,
+                    incarnation,
+                },
+            );
         }
     }
 
