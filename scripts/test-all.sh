@@ -30,7 +30,7 @@ echo "== go-zookeeper against meerkat"
 echo "== the ensemble fault scenarios against Apache ZooKeeper 3.9.3 (the reference for meerkat's runs above)"
 cargo test -p meerkat --test ensemble zookeeper -- --ignored
 
-echo "== kazoo with use_ssl: meerkat and ZooKeeper 3.9.3 with the same TLS keys"
+echo "== kazoo with use_ssl and with SASL DIGEST-MD5: meerkat and ZooKeeper 3.9.3 configured identically"
 ./scripts/compat-kazoo.sh
 
 echo "== a real Prometheus server (Debian's package, installed if absent) scrapes meerkat"

@@ -6,7 +6,8 @@
 #                                         (exec: the caller's pid is the JVM's pid)
 #
 # Standalone if ZOO_CFG has no server.N lines, a quorum peer otherwise. The AdminServer is off;
-# logs go to stderr at INFO (set ZK_LOG_LEVEL to change).
+# logs go to stderr at INFO (set ZK_LOG_LEVEL to change). SERVER_JVMFLAGS is passed to the JVM
+# unquoted, as zkServer.sh passes it (e.g. -Djava.security.auth.login.config=JAAS_FILE).
 set -euo pipefail
 
 repo="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
@@ -33,7 +34,8 @@ case "${1:-}" in
         cp="$(classpath)"
         main=org.apache.zookeeper.server.ZooKeeperServerMain
         if grep -q '^server\.[0-9]' "$cfg"; then main=org.apache.zookeeper.server.quorum.QuorumPeerMain; fi
-        exec java -Xmx${ZK_HEAP:-1g} \
+        # shellcheck disable=SC2086 # split into words, as zkServer.sh does
+        exec java -Xmx${ZK_HEAP:-1g} ${SERVER_JVMFLAGS:-} \
             -Dzookeeper.admin.enableServer=false \
             -Dorg.slf4j.simpleLogger.defaultLogLevel="${ZK_LOG_LEVEL:-info}" \
             -Dorg.slf4j.simpleLogger.logFile=System.err \

@@ -71,30 +71,40 @@ def make_certificates(d):
 
 
 class Server:
-    def __init__(self, kind, command, workdir, certs):
+    """A server process on loopback; `env` is added to this process's environment (without
+    its SERVER_JVMFLAGS, so only what a test gives counts)."""
+
+    def __init__(self, kind, command, workdir, certs, env=None):
         self.kind = kind
+        self.certs = certs
         self.port = free_port()
         self.secure_port = free_port()
         data = os.path.join(workdir, "data")
         os.makedirs(data)
         cfg = os.path.join(workdir, "zoo.cfg")
         with open(cfg, "w") as f:
-            f.write(
-                "tickTime=200\n"
-                f"dataDir={data}\n"
-                f"clientPort={self.port}\nclientPortAddress=127.0.0.1\n"
-                f"secureClientPort={self.secure_port}\nsecureClientPortAddress=127.0.0.1\n"
-                "serverCnxnFactory=org.apache.zookeeper.server.NettyServerCnxnFactory\n"
-                f"ssl.keyStore.location={certs}/server.pem\n"
-                f"ssl.trustStore.location={certs}/ca.pem\n"
-                "ssl.clientAuth=need\n"
-                "4lw.commands.whitelist=ruok,srvr\n"
-                "admin.enableServer=false\n"
-            )
+            f.write(self.config_text(data))
         self.log_path = os.path.join(workdir, "server.log")
         self.log = open(self.log_path, "w")
-        self.process = subprocess.Popen(command + [cfg], stdout=self.log, stderr=subprocess.STDOUT)
+        environment = {k: v for k, v in os.environ.items() if k != "SERVER_JVMFLAGS"}
+        environment.update(env or {})
+        self.process = subprocess.Popen(command + [cfg], stdout=self.log, stderr=subprocess.STDOUT,
+                                        env=environment)
         self.wait_ready()
+
+    def config_text(self, data):
+        return (
+            "tickTime=200\n"
+            f"dataDir={data}\n"
+            f"clientPort={self.port}\nclientPortAddress=127.0.0.1\n"
+            f"secureClientPort={self.secure_port}\nsecureClientPortAddress=127.0.0.1\n"
+            "serverCnxnFactory=org.apache.zookeeper.server.NettyServerCnxnFactory\n"
+            f"ssl.keyStore.location={self.certs}/server.pem\n"
+            f"ssl.trustStore.location={self.certs}/ca.pem\n"
+            "ssl.clientAuth=need\n"
+            "4lw.commands.whitelist=ruok,srvr\n"
+            "admin.enableServer=false\n"
+        )
 
     def wait_ready(self):
         deadline = time.monotonic() + 60

@@ -35,6 +35,7 @@ mod reads;
 #[allow(clippy::module_inception)]
 pub mod replica;
 mod replies;
+pub mod sasl;
 pub mod session_tracker;
 pub mod settings;
 pub mod stats;

@@ -282,7 +282,8 @@ fn set_watches<S: Store>(
 fn user_name(id: &Id) -> String {
     match id.scheme.as_str() {
         "digest" => id.id.split(':').next().unwrap_or_default().to_string(),
-        "ip" | "x509" => id.id.clone(),
+        // `AuthenticationProvider.getUserName` is the id itself for these (sasl included).
+        "ip" | "x509" | "sasl" => id.id.clone(),
         _ => String::new(),
     }
 }

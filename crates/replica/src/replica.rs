@@ -15,6 +15,7 @@
 use crate::ensemble::Ensemble;
 use crate::java_random::session_password;
 use crate::replies::{connect_frame, event_frame, reply_frame, reply_frame_with};
+use crate::sasl::SaslOutcome;
 use crate::session_tracker::SessionTracker;
 use crate::settings::Settings;
 use crate::stats::{ConnStats, ServerStats};
@@ -54,6 +55,14 @@ pub enum ClientInput {
     },
     Closed {
         conn: ConnId,
+    },
+    /// A SASL request (op 102): the host ran the exchange ([`crate::sasl`] says why there);
+    /// this is what it came to.
+    Sasl {
+        conn: ConnId,
+        xid: i32,
+        outcome: SaslOutcome,
+        received_ms: u64,
     },
 }
 
@@ -299,10 +308,16 @@ impl<S: Store> Replica<S> {
                 received_ms,
             } => self.on_request(conn, xid, op_type, request, received_ms),
             ClientInput::Closed { conn } => self.on_closed(conn),
+            ClientInput::Sasl {
+                conn,
+                xid,
+                outcome,
+                received_ms,
+            } => self.on_sasl(conn, xid, outcome, received_ms),
         }
     }
 
-    fn send(&mut self, conn: ConnId, frame: Vec<u8>, is_reply: bool) {
+    pub(crate) fn send(&mut self, conn: ConnId, frame: Vec<u8>, is_reply: bool) {
         let Some(c) = self.conns.get_mut(&conn) else {
             return;
         };
@@ -542,22 +557,15 @@ impl<S: Store> Replica<S> {
         request: Result<Request, request::RequestError>,
         received_ms: u64,
     ) {
-        let Some(session_id) = self.conns.get(&conn).and_then(|c| c.session_id) else {
-            // The session ended and the connection is closing: nothing to answer.
-            if self.conns.contains_key(&conn) {
-                self.outputs.push(Output::Unanswered { conn });
-            }
+        let Some(session_id) = self.note_packet(conn, xid, op_type) else {
             return;
         };
-        self.stats.packets_received += 1;
-        self.sessions.touch(session_id, self.now_ms());
-        self.note_session_activity(session_id);
-        let zxid = self.last_zxid();
-        if let Some(c) = self.conns.get_mut(&conn) {
-            c.stats.packets_received += 1;
-            c.stats.last_cxid = xid;
-            c.stats.last_op = OpCode::from_i32(op_type).map_or("UNKN", OpCode::short_name);
+        // `enforce.auth.*`: before anything but auth is looked at, as in ZooKeeper's
+        // `processPacket` (an unknown or malformed request is refused the same way).
+        if op_type != OpCode::Auth.code() && !self.enforce_auth(conn, xid, received_ms) {
+            return;
         }
+        let zxid = self.last_zxid();
         let request = match request {
             Ok(r) => r,
             Err(request::RequestError::UnknownOpCode(code)) => {
@@ -610,6 +618,27 @@ impl<S: Store> Replica<S> {
         }
     }
 
+    /// Counts a request of `conn` and keeps its session alive; None (and the request's slot
+    /// given back) when the connection has no session any more.
+    pub(crate) fn note_packet(&mut self, conn: ConnId, xid: i32, op_type: i32) -> Option<i64> {
+        let Some(session_id) = self.conns.get(&conn).and_then(|c| c.session_id) else {
+            // The session ended and the connection is closing: nothing to answer.
+            if self.conns.contains_key(&conn) {
+                self.outputs.push(Output::Unanswered { conn });
+            }
+            return None;
+        };
+        self.stats.packets_received += 1;
+        self.sessions.touch(session_id, self.now_ms());
+        self.note_session_activity(session_id);
+        if let Some(c) = self.conns.get_mut(&conn) {
+            c.stats.packets_received += 1;
+            c.stats.last_cxid = xid;
+            c.stats.last_op = OpCode::from_i32(op_type).map_or("UNKN", OpCode::short_name);
+        }
+        Some(session_id)
+    }
+
     pub(crate) fn finish_reply(
         &mut self,
         conn: ConnId,
@@ -623,7 +652,7 @@ impl<S: Store> Replica<S> {
         self.record_latency(conn, xid, zxid, received_ms);
     }
 
-    fn record_latency(&mut self, conn: ConnId, xid: i32, zxid: i64, received_ms: u64) {
+    pub(crate) fn record_latency(&mut self, conn: ConnId, xid: i32, zxid: i64, received_ms: u64) {
         let ms = self.now.mono_ms.saturating_sub(received_ms);
         if xid != xid::PING && xid != xid::AUTH && xid != xid::SET_WATCHES {
             self.stats.latency.record(ms);
@@ -649,6 +678,7 @@ impl<S: Store> Replica<S> {
             time_ms: self.wall_ms(),
             auth_ids: &[],
             extended_types_enabled: self.settings.extended_types_enabled,
+            sasl_provider: self.settings.sasl_provider,
         }
     }
 
@@ -673,6 +703,7 @@ impl<S: Store> Replica<S> {
             time_ms: self.wall_ms(),
             auth_ids: &auth_ids,
             extended_types_enabled: self.settings.extended_types_enabled,
+            sasl_provider: self.settings.sasl_provider,
         };
         let txn = self.prep.prepare(&self.tree, &ctx, &request);
         let reply = ReplyTo::new(conn, xid, &request, received_ms);

@@ -44,3 +44,17 @@ pub fn connect_frame(response: &ConnectResponse) -> Vec<u8> {
     end_frame(&mut out, at);
     out
 }
+
+/// A SASL reply: header, then the `SetSASLResponse` token even with an error (ZooKeeper sends
+/// `SetSASLResponse(null)` with AUTHFAILED), as a jute buffer (`None` is length −1).
+pub fn sasl_frame(xid: i32, err: i32, token: Option<&[u8]>) -> Vec<u8> {
+    let mut out = Vec::with_capacity(64 + token.map_or(0, <[u8]>::len));
+    let at = begin_frame(&mut out);
+    let mut w = Writer::wrap(out);
+    // ZooKeeper answers SASL with zxid 0, as auth.
+    ReplyHeader { xid, zxid: 0, err }.encode(&mut w);
+    w.write_buffer(token);
+    let mut out = w.into_inner();
+    end_frame(&mut out, at);
+    out
+}

@@ -15,6 +15,14 @@ pub struct Settings {
     pub container_max_per_minute: u32,
     /// `znode.container.maxNeverUsedIntervalMs` (0: never-used containers are kept).
     pub container_max_never_used_ms: i64,
+    /// The schemes of `enforce.auth.schemes` while `enforce.auth.enabled` (or `sasl` with
+    /// `sessionRequireClientSASLAuth`); empty when authentication is not enforced.
+    pub enforce_auth_schemes: Vec<String>,
+    /// `authProvider.N` registered `SASLAuthenticationProvider`: `sasl` ACLs are valid.
+    pub sasl_provider: bool,
+    /// `zookeeper.allowSaslFailedClients`: a failed SASL exchange keeps the connection unless
+    /// SASL is enforced.
+    pub allow_sasl_failed_clients: bool,
     /// How long an ensemble member without a leader holds its clients' connections and
     /// requests before it closes them (see `ensemble::hold`); about a tick by default.
     pub failover_hold_ms: u64,
@@ -44,6 +52,9 @@ impl Default for Settings {
             container_check_interval_ms: 60_000,
             container_max_per_minute: 10_000,
             container_max_never_used_ms: 0,
+            enforce_auth_schemes: Vec::new(),
+            sasl_provider: false,
+            allow_sasl_failed_clients: false,
             failover_hold_ms: 2000,
             observe: false,
             #[cfg(feature = "planted-bugs")]

@@ -354,6 +354,7 @@ impl Learner {
             time_ms: 0,
             auth_ids: &[],
             extended_types_enabled: false,
+            sasl_provider: false,
         };
         let txn = match request {
             Some(request) => self.prep.prepare(&self.leader_tree, &ctx, &request),

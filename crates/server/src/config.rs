@@ -41,6 +41,7 @@ mod keys;
 mod metrics;
 mod properties;
 mod reader;
+mod sasl;
 mod server_line;
 mod tls;
 mod values;
@@ -54,6 +55,7 @@ pub use error::{ConfigError, ConfigWarning, WarningKind};
 pub use help::HELP;
 pub use keys::is_sensitive_key;
 pub use metrics::{MetricsSettings, PROMETHEUS_PROVIDER};
+pub use sasl::{sasl_settings_with_jvm_flags, SaslSettings, KNOWN_PROVIDERS};
 pub use server_line::{HostPort, ServerLine, ServerRole};
 pub use tls::{ClientAuth, QuorumTlsSettings, StoreLocation, TlsSettings};
 pub use whitelist::FourLetterWhitelist;
@@ -91,6 +93,8 @@ pub struct ServerConfig {
     pub metrics: MetricsSettings,
     /// The AdminServer (`admin.*`).
     pub admin: AdminSettings,
+    /// SASL and authentication (`jaasLoginFile`, `authProvider.N`, `enforce.auth.*`, ...).
+    pub sasl: SaslSettings,
     /// 127.0.0.1 for the embedded default; 0.0.0.0 for a zoo.cfg without `clientPortAddress`.
     pub client_port_address: IpAddr,
     pub data_dir: PathBuf,
@@ -154,6 +158,7 @@ impl ServerConfig {
             metrics: MetricsSettings::default(),
             quorum_tls: QuorumTlsSettings::default(),
             admin: AdminSettings::default(),
+            sasl: SaslSettings::default(),
             client_port_address: IpAddr::V4(Ipv4Addr::LOCALHOST),
             data_log_dir: data_dir.clone(),
             data_dir,

@@ -17,8 +17,10 @@ use crate::four_letter;
 use crate::limits::*;
 use proto::frame::{parse_frame, FrameError};
 use proto::jute::{Reader, Record};
+use proto::op_code::OpCode;
 use proto::request::Request;
 use proto::{ConnectRequest, RequestHeader};
+use replica::sasl::SaslOutcome;
 use replica::ConnId;
 use std::net::SocketAddr;
 use std::sync::atomic::{AtomicUsize, Ordering};
@@ -91,6 +93,8 @@ pub struct Shared {
     pub next_conn: std::sync::atomic::AtomicU64,
     /// Plaintext connections and TLS handshakes, for `mntr` and the metrics.
     pub connection_metrics: crate::metrics::connections::ConnectionMetrics,
+    /// The server's SASL login (its DIGEST-MD5 users), if it has one.
+    pub sasl: Option<Arc<crate::sasl::SaslLogin>>,
 }
 
 /// The reading side of a client connection: a plain socket or a TLS stream.
@@ -156,6 +160,7 @@ pub async fn serve(
         inflight,
         unanswered,
         cancel: cancel.clone(),
+        sasl_exchange: None,
     };
     match reading.run(handle).await {
         Ok(()) => tracing::debug!(conn, %peer, "connection closed"),
@@ -186,6 +191,8 @@ struct ReadLoop {
     inflight: Arc<Semaphore>,
     unanswered: Arc<AtomicUsize>,
     cancel: CancellationToken,
+    /// This connection's SASL exchange, from its first SASL request on.
+    sasl_exchange: Option<sasl::digest_md5::DigestMd5Server>,
 }
 
 /// Why a connection ended, for the log line.
@@ -264,25 +271,54 @@ impl ReadLoop {
             what: "request header",
             detail: e.to_string(),
         })?;
-        let request = Request::decode(header.op_type, r.rest());
         let received = Instant::now();
+        let msg = if header.op_type == OpCode::Sasl as i32 {
+            let outcome = self.sasl_step(r.rest())?;
+            CoreMsg::Sasl {
+                conn: self.conn,
+                xid: header.xid,
+                outcome,
+                received,
+            }
+        } else {
+            CoreMsg::Request {
+                conn: self.conn,
+                xid: header.xid,
+                op_type: header.op_type,
+                request: Request::decode(header.op_type, r.rest()),
+                received,
+            }
+        };
         tokio::select! {
             permits = acquire_both(&self.inflight, &self.shared.global_permits) => permits?,
             _ = self.cancel.cancelled() => return Err(CloseReason::Cancelled),
         }
         self.unanswered.fetch_add(1, Ordering::AcqRel);
-        let msg = CoreMsg::Request {
-            conn: self.conn,
-            xid: header.xid,
-            op_type: header.op_type,
-            request,
-            received,
-        };
         self.shared
             .core_tx
             .send(msg)
             .await
             .map_err(|_| CloseReason::CoreGone)
+    }
+}
+
+impl ReadLoop {
+    /// One step of this connection's SASL exchange from a `GetSASLRequest` body. A body that is
+    /// not one (or a null token, on which ZooKeeper fails) closes the connection.
+    fn sasl_step(&mut self, body: &[u8]) -> Result<SaslOutcome, CloseReason> {
+        let malformed = |detail: String| CloseReason::Malformed {
+            what: "SASL request",
+            detail,
+        };
+        let token = match Reader::new(body).read_buffer() {
+            Ok(Some(token)) => token,
+            Ok(None) => return Err(malformed("null token".into())),
+            Err(e) => return Err(malformed(e.to_string())),
+        };
+        Ok(match &self.shared.sasl {
+            Some(login) => login.step(&mut self.sasl_exchange, token, self.peer),
+            None => SaslOutcome::NotConfigured,
+        })
     }
 }
 

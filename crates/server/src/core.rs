@@ -40,6 +40,13 @@ pub enum CoreMsg {
     Closed {
         conn: ConnId,
     },
+    /// A SASL request, the connection's exchange already run ([`crate::sasl`]).
+    Sasl {
+        conn: ConnId,
+        xid: i32,
+        outcome: replica::sasl::SaslOutcome,
+        received: Instant,
+    },
     FourLetter {
         command: String,
         /// The asking connection, which ZooKeeper lists in `cons` and `stat` too.
@@ -154,6 +161,21 @@ impl Core {
                     xid,
                     op_type,
                     request,
+                    received_ms,
+                };
+                self.replica.on_client(now, input);
+            }
+            CoreMsg::Sasl {
+                conn,
+                xid,
+                outcome,
+                received,
+            } => {
+                let received_ms = self.mono_ms(received.saturating_duration_since(self.clock));
+                let input = ClientInput::Sasl {
+                    conn,
+                    xid,
+                    outcome,
                     received_ms,
                 };
                 self.replica.on_client(now, input);

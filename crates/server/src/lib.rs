@@ -8,6 +8,7 @@
 //! * [`four_letter`]: operators' view; [`metrics`], [`admin`]: the Prometheus endpoint and the
 //!   AdminServer (HTTP).
 //! * [`tls`]: TLS on the client port (`secureClientPort`, port unification, the `x509` scheme).
+//! * [`sasl`]: SASL DIGEST-MD5 on the client port (the JAAS login, each connection's exchange).
 //! * [`peers`]: connections between ensemble members (FIFO frames, reconnects);
 //!   [`replication`]: `myid` and the `server.N` lines.
 //! * [`limits`]: every bound of the shell, in one place.
@@ -22,9 +23,10 @@ pub mod listener;
 pub mod metrics;
 pub mod peers;
 pub mod replication;
+pub mod sasl;
 pub mod tls;
 
-use crate::config::ServerConfig;
+use crate::config::{SaslSettings, ServerConfig};
 use crate::connection::Shared;
 use crate::core::{Core, CoreMsg};
 use std::net::SocketAddr;
@@ -105,6 +107,8 @@ pub enum StartError {
     QuorumTls(tls::TlsError),
     #[error("cannot set up TLS on the client port: {0}")]
     Tls(#[from] tls::TlsError),
+    #[error("cannot set up SASL: {0}")]
+    Sasl(#[from] sasl::SaslLoginError),
     #[error("cannot set up HTTPS for the AdminServer (admin.forceHttps / admin.portUnification, with the ssl.quorum.* stores): {0}")]
     AdminTls(tls::TlsError),
 }
@@ -155,6 +159,34 @@ pub async fn start(config: ServerConfig) -> Result<RunningServer, StartError> {
     } else {
         None
     };
+    let jvm_flags = std::env::var(sasl::SERVER_JVMFLAGS).ok();
+    let mut config = config;
+    if let Some(flags) = jvm_flags.as_deref().filter(|f| f.contains("-Dzookeeper.")) {
+        // The SASL keys may come as system properties in SERVER_JVMFLAGS too (zoo.cfg wins).
+        let (settings, warnings) = config::sasl_settings_with_jvm_flags(&config.entries, flags)
+            .map_err(sasl::SaslLoginError::Enforce)?;
+        for warning in warnings.iter().filter(|w| w.starts_with("zookeeper.")) {
+            tracing::warn!("{}: {warning}", sasl::SERVER_JVMFLAGS);
+        }
+        let jaas_login_file = settings
+            .jaas_login_file
+            .clone()
+            .or(config.sasl.jaas_login_file.take());
+        config.sasl = SaslSettings {
+            jaas_login_file,
+            ..settings
+        };
+    }
+    // An enforced scheme without a provider stops the server, as in ZooKeeper (checked here,
+    // not when zoo.cfg is read, because a provider may come from SERVER_JVMFLAGS).
+    config
+        .sasl
+        .check_providers()
+        .map_err(sasl::SaslLoginError::Enforce)?;
+    let sasl_login = sasl::SaslLogin::load(&config.sasl, jvm_flags.as_deref())?.map(Arc::new);
+    if let Some(login) = &sasl_login {
+        tracing::info!(jaas = %login.path.display(), section = %config.sasl.server_section, users = login.user_count(), enforced = ?config.sasl.enforce_auth_schemes, "SASL DIGEST-MD5 on the client port");
+    }
     let config = Arc::new(config);
     let layout = storage::Layout::new(&config.data_dir, &config.data_log_dir);
     let locks = storage::lock::DataDirLock::acquire_all(&[&layout.snap_dir, &layout.wal_dir])?;
@@ -221,6 +253,7 @@ pub async fn start(config: ServerConfig) -> Result<RunningServer, StartError> {
         four_letter_words: config.four_letter_words.clone(),
         next_conn: std::sync::atomic::AtomicU64::new(1),
         connection_metrics: metrics::connections::ConnectionMetrics::default(),
+        sasl: sasl_login,
     });
     let permits = global_permits.clone();
     let outstanding = Arc::new(move || global_limit.saturating_sub(permits.available_permits()));
@@ -379,6 +412,9 @@ fn replica_settings(config: &ServerConfig) -> replica::Settings {
             .find(|(k, _)| k == "znode.container.maxNeverUsedIntervalMs")
             .and_then(|(_, v)| v.parse().ok())
             .unwrap_or(0),
+        enforce_auth_schemes: config.sasl.enforce_auth_schemes.clone(),
+        allow_sasl_failed_clients: config.sasl.allow_failed_clients,
+        sasl_provider: config.sasl.provider_schemes.iter().any(|s| s == "sasl"),
         ..replica::Settings::default()
     }
 }

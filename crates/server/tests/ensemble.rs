@@ -5,11 +5,13 @@
 //! crate's `ensemble` test.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
+mod sasl_support;
 mod support;
 
 use proto::request::Request;
 use proto::response::Response;
 use proto::{ConnectRequest, ErrorCode, OpCode, PathRecord};
+use sasl_support::*;
 use server::config::ServerConfig;
 use server::RunningServer;
 use std::net::SocketAddr;
@@ -801,6 +803,68 @@ async fn diskless_members_write_no_log_and_keep_every_acknowledged_write_through
         );
         assert!(files.iter().any(|f| f.starts_with("snap-")), "{files:?}");
     }
+    for s in servers.into_iter().flatten() {
+        s.shutdown().await;
+    }
+}
+
+/// SASL on every member of an ensemble: an identity proved on a follower travels with the
+/// writes it forwards, so the leader's prep checks a `sasl` ACL against it; a client of another
+/// member with another identity, and one without, get NoAuth.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_sasl_identity_proved_on_a_follower_travels_with_its_forwarded_writes() {
+    let mut ensemble = Ensemble::new(3);
+    let jaas = write_jaas(&ensemble.dirs[0]);
+    ensemble.extra = format!(
+        "jaasLoginFile={}\nauthProvider.1=org.apache.zookeeper.server.auth.SASLAuthenticationProvider\n",
+        jaas.display()
+    );
+    let servers = ensemble.start_all().await;
+    let mut sessions = Vec::new();
+    for sid in 1..=3 {
+        sessions.push(serving_session(ensemble.address(sid)).await);
+    }
+    let mut follower = None;
+    let mut leader = None;
+    for sid in 1..=3 {
+        match mode(ensemble.address(sid)).await.as_str() {
+            "leader" => leader = Some(sid),
+            "follower" if follower.is_none() => follower = Some(sid),
+            _ => {}
+        }
+    }
+    let (follower, leader) = (follower.expect("a follower"), leader.expect("a leader"));
+    let other = (1..=3)
+        .find(|&sid| sid != follower && sid != leader)
+        .expect("a third member");
+    let mut bob = sessions.remove(follower - 1);
+    assert_eq!(sasl_authenticate(&mut bob, "bob", "bobsecret").await, 0);
+    let created = bob
+        .call(&create_with_acl("/bob", b"v1", "sasl", "bob"))
+        .await;
+    assert_eq!(
+        created.header.err, 0,
+        "create with a sasl ACL through a follower"
+    );
+    let set = bob.call(&set_data("/bob", b"v2", -1)).await;
+    assert_eq!(
+        set.header.err, 0,
+        "the leader checks WRITE against sasl:bob"
+    );
+    assert_eq!(read_after_sync(&mut bob, "/bob").await, Ok(b"v2".to_vec()));
+
+    let mut alice = serving_session(ensemble.address(leader)).await;
+    assert_eq!(
+        sasl_authenticate(&mut alice, "alice", "alicesecret").await,
+        0
+    );
+    let set = alice.call(&set_data("/bob", b"alice's", -1)).await;
+    assert_eq!(set.header.err, ErrorCode::NoAuth.code());
+    let mut anonymous = serving_session(ensemble.address(other)).await;
+    assert_eq!(
+        read_after_sync(&mut anonymous, "/bob").await,
+        Err(ErrorCode::NoAuth.code())
+    );
     for s in servers.into_iter().flatten() {
         s.shutdown().await;
     }

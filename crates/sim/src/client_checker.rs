@@ -290,6 +290,7 @@ mod tests {
             time_ms: 0,
             auth_ids: &[],
             extended_types_enabled: false,
+            sasl_provider: false,
         };
         let op = ClientOp::Create {
             key: 0,

@@ -251,6 +251,7 @@ pub fn prepare(
         time_ms,
         auth_ids: &[],
         extended_types_enabled: false,
+        sasl_provider: false,
     };
     match to_request(op) {
         Some(req) => server.prep.prepare(&server.tree, &ctx, &req),

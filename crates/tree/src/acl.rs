@@ -1,4 +1,4 @@
-//! ACLs: the schemes ZooKeeper ships (world, auth, digest, ip, x509, super), the permission check
+//! ACLs: the schemes ZooKeeper ships (world, auth, digest, ip, x509, sasl, super), the permission check
 //! (`ZooKeeperServer.checkACL`), ACL fix-up on create/setACL (`PrepRequestProcessor.fixupACL`)
 //! and the interning cache that lets a million znodes share a handful of ACL lists.
 
@@ -47,6 +47,8 @@ pub fn check_acl(acl: &[Acl], perm: i32, auth_ids: &AuthIds) -> Result<(), Error
 fn id_matches(scheme: &str, authenticated: &str, acl_id: &str) -> bool {
     match scheme {
         "ip" => ip_matches(authenticated, acl_id),
+        // `SASLAuthenticationProvider.matches`: the SASL user `super` matches every sasl ACL.
+        "sasl" => authenticated == "super" || authenticated == acl_id,
         _ => authenticated == acl_id,
     }
 }
@@ -94,9 +96,25 @@ fn valid_digest_id(id: &str) -> bool {
     parts.len() - trailing_empty == 2
 }
 
+/// `SASLAuthenticationProvider.isValid`: whatever ZooKeeper's `KerberosName` accepts, i.e. a
+/// name without `@`, or `primary[/instance]@REALM` with no further `/` or `@`.
+fn valid_kerberos_name(id: &str) -> bool {
+    let Some((principal, realm)) = id.split_once('@') else {
+        return true;
+    };
+    !realm.contains(['/', '@']) && principal.matches('/').count() <= 1
+}
+
 /// Validates an ACL from a create or setACL and expands the `auth` scheme to the session's
-/// authenticated (digest) identities. Empty, unknown or malformed → InvalidACL.
-pub fn fixup_acl(acl: &[Acl], auth_ids: &AuthIds) -> Result<Vec<Acl>, ErrorCode> {
+/// authenticated (digest, x509, sasl) identities. Empty, unknown or malformed → InvalidACL.
+/// `sasl_provider`: `authProvider.N` registered ZooKeeper's `SASLAuthenticationProvider`;
+/// without it `sasl` is an unknown scheme, as in ZooKeeper, whose registry has only `ip` and
+/// `digest` by default (`x509` is always known to meerkat; docs/operators.md).
+pub fn fixup_acl(
+    acl: &[Acl],
+    auth_ids: &AuthIds,
+    sasl_provider: bool,
+) -> Result<Vec<Acl>, ErrorCode> {
     let mut unique: Vec<&Acl> = Vec::with_capacity(acl.len());
     for entry in acl {
         if !unique.contains(&entry) {
@@ -114,8 +132,14 @@ pub fn fixup_acl(acl: &[Acl], auth_ids: &AuthIds) -> Result<Vec<Acl>, ErrorCode>
             "auth" => {
                 let mut any = false;
                 // Every identity an authenticating provider proved (ZooKeeper's
-                // `isAuthenticated()`): digest and x509, not ip or super.
-                let proved = |a: &&Id| a.scheme == "digest" || a.scheme == "x509";
+                // `isAuthenticated()`): digest, x509 and sasl, not ip or super.
+                // A `sasl` identity without its provider is skipped, as ZooKeeper skips an
+                // identity whose provider is missing.
+                let proved = |a: &&Id| match a.scheme.as_str() {
+                    "digest" | "x509" => true,
+                    "sasl" => sasl_provider,
+                    _ => false,
+                };
                 for auth in auth_ids.iter().filter(proved) {
                     any = true;
                     fixed.push(Acl {
@@ -132,6 +156,7 @@ pub fn fixup_acl(acl: &[Acl], auth_ids: &AuthIds) -> Result<Vec<Acl>, ErrorCode>
             // ZooKeeper's X509AuthenticationProvider takes any name X500Principal parses;
             // meerkat takes any name (it cannot tell a Java-parsable one from the rest).
             "x509" => fixed.push(entry.clone()),
+            "sasl" if sasl_provider && valid_kerberos_name(&id.id) => fixed.push(entry.clone()),
             _ => return Err(ErrorCode::InvalidAcl),
         }
     }
@@ -226,16 +251,89 @@ mod tests {
     }
 
     #[test]
+    fn sasl_scheme_as_sasl_authentication_provider() {
+        let acl = vec![Acl {
+            perms: perms::READ,
+            id: id("sasl", "bob"),
+        }];
+        let ip = id("ip", "127.0.0.1");
+        assert_eq!(
+            check_acl(&acl, perms::READ, &[ip.clone(), id("sasl", "bob")]),
+            Ok(())
+        );
+        assert_eq!(
+            check_acl(&acl, perms::READ, &[ip.clone(), id("sasl", "alice")]),
+            Err(ErrorCode::NoAuth)
+        );
+        assert_eq!(
+            check_acl(&acl, perms::READ, &[ip.clone(), id("digest", "bob")]),
+            Err(ErrorCode::NoAuth)
+        );
+        // The SASL user named `super` matches every sasl ACL.
+        assert_eq!(
+            check_acl(&acl, perms::READ, &[ip.clone(), id("sasl", "super")]),
+            Ok(())
+        );
+        let auth = vec![Acl {
+            perms: perms::ALL,
+            id: id("auth", ""),
+        }];
+        assert_eq!(
+            fixup_acl(&auth, &[ip, id("sasl", "bob")], true),
+            Ok(vec![Acl {
+                perms: perms::ALL,
+                id: id("sasl", "bob")
+            }])
+        );
+        for good in [
+            "bob",
+            "",
+            "zookeeper/host@EXAMPLE.COM",
+            "bob@EXAMPLE.COM",
+            "a/b/c",
+        ] {
+            let acl = vec![Acl {
+                perms: 1,
+                id: id("sasl", good),
+            }];
+            assert_eq!(fixup_acl(&acl, &[], true), Ok(acl.clone()), "{good}");
+        }
+        // Without SASLAuthenticationProvider registered, `sasl` is an unknown scheme, and an
+        // `auth` ACL does not expand to a sasl identity.
+        let named = vec![Acl {
+            perms: 1,
+            id: id("sasl", "bob"),
+        }];
+        assert_eq!(fixup_acl(&named, &[], false), Err(ErrorCode::InvalidAcl));
+        assert_eq!(
+            fixup_acl(&auth, &[id("ip", "127.0.0.1"), id("sasl", "bob")], false),
+            Err(ErrorCode::InvalidAcl)
+        );
+        for bad in ["a@b@c", "a@R/x", "a/b/c@R"] {
+            let acl = vec![Acl {
+                perms: 1,
+                id: id("sasl", bad),
+            }];
+            assert_eq!(
+                fixup_acl(&acl, &[], true),
+                Err(ErrorCode::InvalidAcl),
+                "{bad}"
+            );
+        }
+    }
+
+    #[test]
     fn fixup_expands_auth_and_rejects_bad_ids() {
         let auth = vec![Acl {
             perms: perms::ALL,
             id: id("auth", ""),
         }];
         assert_eq!(
-            fixup_acl(&auth, &[id("ip", "127.0.0.1")]),
+            fixup_acl(&auth, &[id("ip", "127.0.0.1")], true),
             Err(ErrorCode::InvalidAcl)
         );
-        let fixed = fixup_acl(&auth, &[id("ip", "127.0.0.1"), id("digest", "u:h")]).expect("valid");
+        let fixed =
+            fixup_acl(&auth, &[id("ip", "127.0.0.1"), id("digest", "u:h")], true).expect("valid");
         assert_eq!(
             fixed,
             vec![Acl {
@@ -244,7 +342,8 @@ mod tests {
             }]
         );
         let x509 = id("x509", "CN=c,O=o");
-        let fixed = fixup_acl(&auth, &[id("super", "CN=c,O=o"), x509.clone()]).expect("valid");
+        let fixed =
+            fixup_acl(&auth, &[id("super", "CN=c,O=o"), x509.clone()], true).expect("valid");
         assert_eq!(
             fixed,
             vec![Acl {
@@ -253,7 +352,7 @@ mod tests {
             }]
         );
         let named = vec![Acl { perms: 1, id: x509 }];
-        assert_eq!(fixup_acl(&named, &[]), Ok(named.clone()));
+        assert_eq!(fixup_acl(&named, &[], true), Ok(named.clone()));
         for bad in [
             id("world", "x"),
             id("digest", "nocolon"),
@@ -261,9 +360,9 @@ mod tests {
             id("nope", "x"),
         ] {
             let acl = vec![Acl { perms: 1, id: bad }];
-            assert_eq!(fixup_acl(&acl, &[]), Err(ErrorCode::InvalidAcl));
+            assert_eq!(fixup_acl(&acl, &[], true), Err(ErrorCode::InvalidAcl));
         }
-        assert_eq!(fixup_acl(&[], &[]), Err(ErrorCode::InvalidAcl));
+        assert_eq!(fixup_acl(&[], &[], true), Err(ErrorCode::InvalidAcl));
     }
 
     #[test]

@@ -26,6 +26,8 @@ pub struct PrepContext<'a> {
     pub time_ms: i64,
     pub auth_ids: &'a [Id],
     pub extended_types_enabled: bool,
+    /// `authProvider.N` registered `SASLAuthenticationProvider`: `sasl` ACLs are valid.
+    pub sasl_provider: bool,
 }
 
 /// The preparer owns the pending changes between prep and apply.
@@ -140,7 +142,7 @@ impl Prep {
         } else {
             &req.path[..last_slash]
         };
-        let acl = fixup_acl(&req.acl, ctx.auth_ids)?;
+        let acl = fixup_acl(&req.acl, ctx.auth_ids, ctx.sasl_provider)?;
         let parent = self.record(tree, parent_path)?;
         check_acl(&parent.acl, perms::CREATE, ctx.auth_ids)?;
         let parent_stat = parent.stat.clone().ok_or(ErrorCode::NoNode)?;
@@ -325,7 +327,7 @@ impl Prep {
         undo: Option<&mut Undo>,
     ) -> PrepResult {
         path::validate_path(node_path).map_err(|_| ErrorCode::BadArguments)?;
-        let acl = fixup_acl(acl, ctx.auth_ids)?;
+        let acl = fixup_acl(acl, ctx.auth_ids, ctx.sasl_provider)?;
         let mut node = self.record(tree, node_path)?;
         check_acl(&node.acl, perms::ADMIN, ctx.auth_ids)?;
         let stat = node.stat.as_mut().ok_or(ErrorCode::NoNode)?;

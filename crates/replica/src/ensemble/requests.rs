@@ -444,6 +444,7 @@ impl<S: Store> Replica<S> {
                         time_ms: self.wall_ms(),
                         auth_ids: &auth_ids,
                         extended_types_enabled: self.settings.extended_types_enabled,
+                        sasl_provider: self.settings.sasl_provider,
                     };
                     self.prep.prepare(&self.tree, &ctx, &request)
                 }

@@ -74,6 +74,20 @@ sslQuorum=BOOL                   false          mutual TLS between ensemble memb
                                                 ssl.quorum.keyStore.* and ssl.quorum.trustStore.* (required),
                                                 ssl.quorum.hostnameVerification (default true), .protocol, ...
 
+SASL AND AUTHENTICATION (docs/operators.md)
+jaasLoginFile=FILE               (none)         JAAS file with the Server section's DIGEST-MD5 users; also read
+                                                from -Djava.security.auth.login.config=FILE in SERVER_JVMFLAGS
+sasl.serverconfig=NAME         * Server         the JAAS section with the server's users
+authProvider.N=CLASS           * (none)         ...auth.SASLAuthenticationProvider registers the sasl scheme
+enforce.auth.enabled=BOOL      * false          refuse requests from connections without an enforced scheme
+enforce.auth.schemes=LIST      * (none)         the schemes enforce.auth.enabled asks for, e.g. sasl,digest
+sessionRequireClientSASLAuth=BOOL
+                               * false          same as enforcing the sasl scheme
+superUser=NAME                 * (none)         a SASL user that is super (also superUser.N)
+SASLAuthenticationProvider.superPassword=SECRET
+                               * (none)         the SASL user super's password
+allowSaslFailedClients=BOOL    * false          keep a connection whose SASL failed (unless SASL is enforced)
+
 METRICS AND ADMINSERVER (docs/operators.md)
 metricsProvider.className=CLASS  (default)      ...prometheus.PrometheusMetricsProvider serves /metrics
 metricsProvider.httpHost=IP      0.0.0.0        address of the Prometheus endpoint
@@ -87,7 +101,7 @@ admin.portUnification=BOOL     * false          HTTPS and HTTP on the one port
 admin.needClientAuth=BOOL      * false          HTTPS clients need a certificate ssl.quorum.trustStore trusts
 
 OTHER ZOOKEEPER KEYS
-Other ZooKeeper 3.9 keys (authProvider.*, quorum.auth.*, ssl.quorum.context.*,
+Other ZooKeeper 3.9 keys (quorum.auth.*, kerberos.*, ssl.quorum.context.*,
 standaloneEnabled, reconfigEnabled, skipACL,
 ...) are accepted and ignored with a warning; no warning when the value is what
 meerkat does anyway (e.g. standaloneEnabled=true, electionAlg=3). Their values

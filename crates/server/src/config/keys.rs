@@ -262,11 +262,7 @@ pub(super) const IGNORED: &[IgnoredKey] = &[
         Check::Any,
         None,
     ),
-    ignored("superUser", Check::Any, None),
     ignored("ensembleAuthName", Check::Any, None),
-    ignored("sessionRequireClientSASLAuth", Check::Any, Some("false")),
-    ignored("enforce.auth.enabled", Check::Any, Some("false")),
-    ignored("enforce.auth.schemes", Check::Any, None),
     ignored("readonlymode.enabled", Check::Any, Some("false")),
     ignored(
         "follower.skipLearnerRequestToNextProcessor",
@@ -292,13 +288,11 @@ pub(super) const IGNORED: &[IgnoredKey] = &[
 pub(super) const IGNORED_PREFIXES: &[&str] = &[
     "admin.",
     "ssl.",
-    "authProvider.",
     "metricsProvider.",
     "quorum.auth.",
     "jvm.pause.",
     "multiAddress.",
     "kerberos.",
-    "superUser.",
     "audit.",
     "netty.",
 ];

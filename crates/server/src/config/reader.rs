@@ -11,6 +11,7 @@ use std::net::{IpAddr, Ipv4Addr};
 use super::error::{ConfigError, ConfigWarning, WarningKind};
 use super::keys::{self, Check, IgnoredKey, Setting};
 use super::properties::RawEntry;
+use super::sasl::SaslKeys;
 use super::server_line::{ServerLine, ServerRole};
 use super::tls::{Outcome, TlsKeys};
 use super::values::{self, JAVA_INT_MAX, JAVA_LONG_MAX};
@@ -42,6 +43,7 @@ struct Reader<'a> {
     min_session_timeout: Option<(u32, usize)>,
     max_session_timeout: Option<(u32, usize)>,
     tls: TlsKeys,
+    sasl: SaslKeys,
 }
 
 impl<'a> Reader<'a> {
@@ -56,6 +58,7 @@ impl<'a> Reader<'a> {
             min_session_timeout: None,
             max_session_timeout: None,
             tls: TlsKeys::default(),
+            sasl: SaslKeys::default(),
         }
     }
 
@@ -66,8 +69,8 @@ impl<'a> Reader<'a> {
         } else if let Some(known) = keys::setting_for(key) {
             self.note_duplicate(known.name, &entry);
             self.read_setting(known.setting, &entry)?;
-        } else if self.read_tls(&entry)? || self.read_metrics(&entry)? {
-            // A TLS or metrics key, read or warned about.
+        } else if self.read_tls(&entry)? || self.read_metrics(&entry)? || self.read_sasl(&entry)? {
+            // A TLS, metrics or SASL key, read or warned about.
         } else if let Some(reason) = keys::refusal_for(key) {
             return Err(self.rejected(entry.line, key, format!("{key}: {reason}")));
         } else if let Some(ignored) = keys::ignored_for(key) {
@@ -139,6 +142,30 @@ impl<'a> Reader<'a> {
             }
         }
         Ok(true)
+    }
+
+    /// Reads a SASL or authentication key; false when `entry` is not one.
+    fn read_sasl(&mut self, entry: &RawEntry) -> Result<bool, ConfigError> {
+        let outcome = self
+            .sasl
+            .read(&entry.key, &entry.value, entry.line)
+            .map_err(|reason| {
+                ConfigError::invalid_value(
+                    self.origin,
+                    entry.line,
+                    &entry.key,
+                    &entry.value,
+                    reason,
+                )
+            })?;
+        match outcome {
+            super::sasl::Outcome::NotMine => Ok(false),
+            super::sasl::Outcome::Read => Ok(true),
+            super::sasl::Outcome::UnknownProvider(message) => {
+                self.warn(entry.line, &entry.key, WarningKind::Notice { message });
+                Ok(true)
+            }
+        }
     }
 
     /// Reads a `metricsProvider.*` or `admin.*` key; false when `entry` is not one.
@@ -230,6 +257,10 @@ impl<'a> Reader<'a> {
         self.finish_session_timeouts()?;
         self.finish_servers()?;
         self.finish_tls()?;
+        let sasl = std::mem::take(&mut self.sasl);
+        self.config.sasl = sasl
+            .finish(false)
+            .map_err(|(line, key, message)| self.rejected(line, key, message))?;
         Ok(self.config)
     }
 

@@ -535,7 +535,7 @@ peerType=participant
         .filter(|w| w.kind == WarningKind::Unsupported)
         .map(|w| w.line)
         .collect();
-    assert_eq!(unsupported, vec![2, 4, 5, 7, 13]);
+    assert_eq!(unsupported, vec![2, 4, 7, 13]);
     assert!(config.warnings[0]
         .to_string()
         .contains("quorum.auth.enableSasl is a ZooKeeper setting meerkat does not support yet"));

@@ -59,6 +59,7 @@ pub fn workload(n: usize, seed: u64) -> Vec<Txn> {
             time_ms: 1_700_000_000_000 + zxid,
             auth_ids: &[],
             extended_types_enabled: true,
+            sasl_provider: false,
         };
         let i = txns.len();
         let create = |path: String, flags: i32, len: usize| Request::Create {

@@ -1275,6 +1275,7 @@ impl Sut {
                     time_ms,
                     auth_ids: &[],
                     extended_types_enabled: true,
+                    sasl_provider: false,
                 };
                 self.prep.prepare_create_session(&ctx, 30_000)
             }
@@ -1291,6 +1292,7 @@ impl Sut {
                     time_ms,
                     auth_ids: &auth,
                     extended_types_enabled: true,
+                    sasl_provider: false,
                 };
                 self.prep.prepare(&self.tree, &ctx, request)
             }

@@ -28,6 +28,13 @@ final class ServerProcess implements AutoCloseable {
     /** An override value that asks for a free port of the server's own (secureClientPort). */
     static final String OWN_PORT = "<own port>";
 
+    /**
+     * An override key that is no zoo.cfg key: the value is the SERVER_JVMFLAGS of both servers,
+     * split into JVM arguments for ZooKeeper (as zkServer.sh passes them) and handed to meerkat
+     * as that environment variable (which it reads for -Djava.security.auth.login.config).
+     */
+    static final String SERVER_JVMFLAGS = "SERVER_JVMFLAGS";
+
     final String name;
     final int port;
     /** The server's secureClientPort, or 0 without one. */
@@ -71,6 +78,10 @@ final class ServerProcess implements AutoCloseable {
         List<String> cmd = new ArrayList<>();
         cmd.add(Paths.get(System.getProperty("java.home"), "bin", "java").toString());
         cmd.add("-Xmx512m");
+        String jvmFlags = overrides.get(SERVER_JVMFLAGS);
+        if (jvmFlags != null && !jvmFlags.isBlank()) {
+            cmd.addAll(List.of(jvmFlags.trim().split("\\s+")));
+        }
         // ContainerManager reads these as plain system properties, not from zoo.cfg.
         cmd.add("-Dznode.container.checkIntervalMs=" + CONTAINER_CHECK_MS);
         cmd.add("-Dznode.container.maxPerMinute=10000");
@@ -80,12 +91,13 @@ final class ServerProcess implements AutoCloseable {
         cmd.add(System.getProperty("java.class.path"));
         cmd.add("org.apache.zookeeper.server.ZooKeeperServerMain");
         cmd.add(cfg.toString());
-        return launch(name, port, own, dir, cmd);
+        return launch(name, port, own, dir, cmd, null);
     }
 
     /** Starts meerkat as `meerkat server zoo.cfg`. */
     static ServerProcess startMeerkat(String name, String binary, Map<String, String> overrides) throws IOException {
         Path bin = Paths.get(binary);
+        String jvmFlags = overrides.get(SERVER_JVMFLAGS);
         if (!Files.isExecutable(bin)) {
             throw new IOException("meerkat binary " + bin.toAbsolutePath() + " does not exist or is not executable"
                     + " (build it with `cargo build -p meerkat`)");
@@ -95,7 +107,7 @@ final class ServerProcess implements AutoCloseable {
         Path dir = newWorkDir(name);
         Path cfg = writeZooCfg(dir, port, own);
         List<String> cmd = List.of(bin.toAbsolutePath().toString(), "server", cfg.toString());
-        return launch(name, port, own, dir, cmd);
+        return launch(name, port, own, dir, cmd, jvmFlags);
     }
 
     /** The overrides with every {@link #OWN_PORT} value replaced by a free port. */
@@ -107,11 +119,15 @@ final class ServerProcess implements AutoCloseable {
         return own;
     }
 
-    private static ServerProcess launch(String name, int port, Map<String, String> cfg, Path dir, List<String> cmd)
-            throws IOException {
+    private static ServerProcess launch(String name, int port, Map<String, String> cfg, Path dir, List<String> cmd,
+            String serverJvmFlags) throws IOException {
         Path log = dir.resolve("server.log");
         ProcessBuilder pb = new ProcessBuilder(cmd).directory(dir.toFile()).redirectErrorStream(true)
                 .redirectOutput(log.toFile());
+        pb.environment().remove(SERVER_JVMFLAGS);
+        if (serverJvmFlags != null) {
+            pb.environment().put(SERVER_JVMFLAGS, serverJvmFlags);
+        }
         Process p = pb.start();
         ServerProcess sp = new ServerProcess(name, port, dir, log, p);
         sp.settings = cfg;
@@ -148,6 +164,9 @@ final class ServerProcess implements AutoCloseable {
         cfg.put("znode.container.maxPerMinute", "10000");
         // A null value removes the key (the server's default applies).
         overrides.forEach((k, v) -> {
+            if (SERVER_JVMFLAGS.equals(k)) {
+                return;
+            }
             if (v == null) {
                 cfg.remove(k);
             } else {
