@@ -30,6 +30,9 @@ echo "== go-zookeeper against meerkat"
 echo "== the ensemble fault scenarios against Apache ZooKeeper 3.9.3 (the reference for meerkat's runs above)"
 cargo test -p meerkat --test ensemble zookeeper -- --ignored
 
+echo "== the config-service example's end-to-end test against Apache ZooKeeper 3.9.3"
+cargo test -p config-service --test config_service zookeeper -- --ignored
+
 echo "== kazoo with use_ssl: meerkat and ZooKeeper 3.9.3 with the same TLS keys"
 ./scripts/compat-kazoo.sh
 
