@@ -46,6 +46,9 @@ pub enum Scenario {
     Cpu,
     /// Thesis Fig. 5.6: a sequential-znode message queue.
     Queue,
+    /// Thesis Fig. 5.7: the queue as a synchronous producer/consumer job (100,000 messages
+    /// with --full), on 3 servers by default.
+    QueueVsBrokers,
     /// Paper Table 3: double barriers, scaled down (10 and 20 clients; --full: 50 to 200).
     Barrier,
     /// Thesis Table A.4: snapshot write and load time for 10k, 100k, 1M znodes of 300 bytes.
@@ -77,6 +80,7 @@ impl Scenario {
             Scenario::GroupCommit => "group-commit",
             Scenario::Cpu => "cpu",
             Scenario::Queue => "queue",
+            Scenario::QueueVsBrokers => "queue-vs-brokers",
             Scenario::Barrier => "barrier",
             Scenario::Snapshot => "snapshot",
             Scenario::Restart => "restart",
@@ -90,7 +94,10 @@ impl Scenario {
     /// Servers per target unless --servers says otherwise.
     pub fn default_servers(self) -> usize {
         match self {
-            Scenario::LeaderOnly | Scenario::Failures | Scenario::Restore => 3,
+            Scenario::LeaderOnly
+            | Scenario::Failures
+            | Scenario::Restore
+            | Scenario::QueueVsBrokers => 3,
             _ => 1,
         }
     }
@@ -243,6 +250,7 @@ pub async fn run(
         Scenario::GroupCommit => scenarios::writes::group_commit(&ctx).await?,
         Scenario::Cpu => scenarios::writes::cpu(&ctx).await?,
         Scenario::Queue => scenarios::queue::queue(&ctx).await?,
+        Scenario::QueueVsBrokers => scenarios::queue_vs_brokers::queue_vs_brokers(&ctx).await?,
         Scenario::Barrier => scenarios::barrier::barrier(&ctx).await?,
         Scenario::Snapshot => scenarios::persistence::snapshot(&ctx)?,
         Scenario::Restart => scenarios::persistence::restart(&ctx).await?,

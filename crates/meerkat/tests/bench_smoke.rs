@@ -209,3 +209,20 @@ fn diskless_target_writes_complete_reports_on_three_servers() {
         }
     }
 }
+
+/// queue-vs-brokers (thesis Fig. 5.7) tiny, on three durable and three diskless meerkat
+/// servers: every row has both values, the chart is a PNG, and each job consumed every message
+/// it sent.
+#[test]
+fn queue_vs_brokers_runs_its_job_to_the_end() {
+    let both = ["meerkat", "meerkat-diskless"];
+    let r = run_on("queue-vs-brokers", "meerkat,meerkat-diskless", 3);
+    assert_eq!(r["servers"].as_u64(), Some(3));
+    check_rows(&r, &both);
+    check_plots(&r);
+    for t in both {
+        let job = &r["details"][format!("300 msgs, 1+1 clients/{t}")];
+        assert_eq!(job["messages"].as_u64(), Some(300), "{t}: {job}");
+        assert!(job["seconds"].as_f64().unwrap() > 0.0, "{t}: {job}");
+    }
+}
