@@ -33,6 +33,9 @@ cargo test -p meerkat --test ensemble zookeeper -- --ignored
 echo "== the config-service example's end-to-end test against Apache ZooKeeper 3.9.3"
 cargo test -p config-service --test config_service zookeeper -- --ignored
 
+echo "== bench queue-vs-brokers, tiny, with Apache Kafka (3 KRaft nodes from Maven Central)"
+cargo test -p meerkat --test bench_smoke kafka -- --ignored
+
 echo "== kazoo with use_ssl: meerkat and ZooKeeper 3.9.3 with the same TLS keys"
 ./scripts/compat-kazoo.sh
 

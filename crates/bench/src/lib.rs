@@ -4,6 +4,7 @@
 //!
 //! # Layout
 //! * [`target`], [`null_server`]: starting and stopping the servers under test;
+//!   [`brokers`]: the message brokers queue-vs-brokers compares with (Kafka);
 //!   [`ensemble`]: ports, configs and four-letter words of a local ensemble (shared with
 //!   `meerkat ensemble`).
 //! * [`wire`], [`load`]: a pipelined load generator that speaks the protocol itself;
@@ -11,6 +12,7 @@
 //! * [`scenarios`]: the experiments; [`report`], [`plot`]: table, JSON and PNG charts;
 //!   [`cpu`]: /proc accounting.
 
+pub mod brokers;
 pub mod cpu;
 pub mod ensemble;
 pub mod failover;
@@ -158,6 +160,10 @@ pub struct BenchArgs {
     /// otherwise). Clients spread over the servers round-robin; `null` stays standalone.
     #[arg(long)]
     pub servers: Option<usize>,
+    /// queue-vs-brokers: the message brokers to run the job against as well, comma-separated
+    /// (kafka), or none. Started from Maven Central artifacts (scripts/brokers.sh).
+    #[arg(long, default_value = "kafka")]
+    pub brokers: String,
     /// Scratch space for the servers' data dirs.
     #[arg(long, default_value = "target/bench-work")]
     pub work_dir: PathBuf,
@@ -181,6 +187,21 @@ fn targets(spec: &str) -> anyhow::Result<Vec<Target>> {
         targets.push(target);
     }
     Ok(targets)
+}
+
+fn brokers(spec: &str) -> anyhow::Result<Vec<brokers::Broker>> {
+    use clap::ValueEnum;
+    if spec == "none" {
+        return Ok(Vec::new());
+    }
+    let mut brokers = Vec::new();
+    for b in spec.split(',') {
+        let broker = brokers::Broker::from_str(b.trim(), true)
+            .map_err(|e| anyhow::anyhow!("--brokers {b}: {e}"))?;
+        anyhow::ensure!(!brokers.contains(&broker), "--brokers {b}: named twice");
+        brokers.push(broker);
+    }
+    Ok(brokers)
 }
 
 /// Runs one scenario and prints its table; returns the report (also written as JSON, with
@@ -223,7 +244,7 @@ pub async fn run(
     );
     let progress = indicatif::ProgressBar::new(scenarios::steps(
         args.scenario,
-        targets.len(),
+        targets.len() + brokers(&args.brokers).map_or(0, |b| b.len()),
         scale,
         servers,
     ));
@@ -232,9 +253,14 @@ pub async fn run(
             .unwrap_or_else(|_| indicatif::ProgressStyle::default_bar()),
     );
     std::fs::create_dir_all(&args.out)?;
+    let brokers = match args.scenario {
+        Scenario::QueueVsBrokers => brokers(&args.brokers)?,
+        _ => Vec::new(),
+    };
     let ctx = Context {
         programs,
         targets,
+        brokers,
         work_dir: args.work_dir.clone(),
         out_dir: args.out.clone(),
         scale,
@@ -303,5 +329,16 @@ mod tests {
         assert_eq!(some, vec![Target::ZooKeeper, Target::MeerkatDiskless]);
         assert!(targets("meerkat,meerkat").is_err());
         assert!(targets("etcd").is_err());
+    }
+
+    #[test]
+    fn brokers_are_a_list_or_none() {
+        assert_eq!(
+            brokers("kafka").expect("kafka"),
+            vec![brokers::Broker::Kafka]
+        );
+        assert!(brokers("none").expect("none").is_empty());
+        assert!(brokers("kafka,kafka").is_err());
+        assert!(brokers("rabbitmq").is_err());
     }
 }

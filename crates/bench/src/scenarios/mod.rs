@@ -79,6 +79,8 @@ impl Scale {
 pub struct Context {
     pub programs: Programs,
     pub targets: Vec<Target>,
+    /// queue-vs-brokers: the message brokers run beside the targets.
+    pub brokers: Vec<crate::brokers::Broker>,
     pub work_dir: PathBuf,
     pub out_dir: PathBuf,
     pub scale: Scale,

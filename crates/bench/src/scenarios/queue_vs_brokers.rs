@@ -11,6 +11,7 @@
 use super::{
     create_request, durable_settings, launch, row, target_dir, Chart, Context, Outcome, PAYLOAD_281,
 };
+use crate::brokers::{self, Cluster};
 use crate::wire::Session;
 use hdrhistogram::Histogram;
 use proto::request::Request;
@@ -31,7 +32,7 @@ const JOB_TIME_MAX: Duration = Duration::from_secs(30 * 60);
 const TAKE_TRIES_MAX: usize = 8;
 
 /// What one job measured.
-#[derive(Debug, Clone, serde::Serialize)]
+#[derive(Debug, Clone, serde::Serialize, serde::Deserialize)]
 pub struct JobResult {
     pub messages: u64,
     pub producers: usize,
@@ -66,6 +67,38 @@ pub async fn queue_vs_brokers(ctx: &Context) -> anyhow::Result<Outcome> {
             server.stop();
             let result = result?;
             let name = target.name();
+            rate.values.insert(name.into(), result.messages_per_sec);
+            send_p99
+                .values
+                .insert(name.into(), result.send_p99_us as f64 / 1000.0);
+            take_p99
+                .values
+                .insert(name.into(), result.take_p99_us as f64 / 1000.0);
+            crate::plot::add_point(
+                &mut series,
+                name,
+                ((producers + consumers) as f64, result.messages_per_sec),
+            );
+            details.insert(format!("{case}/{name}"), serde_json::to_value(&result)?);
+        }
+        for &broker in &ctx.brokers {
+            let name = broker.name();
+            ctx.step(format!("queue-vs-brokers {case} on {name}"));
+            let dir = ctx.work_dir.join("queue-vs-brokers").join(name);
+            let _ = std::fs::remove_dir_all(&dir);
+            let script = ctx.programs.brokers_script();
+            let cluster = Cluster::start(broker, &script, &dir, ctx.servers).await?;
+            let result = brokers::run_job(
+                &script,
+                &cluster,
+                messages,
+                producers,
+                consumers,
+                PAYLOAD_281,
+            )
+            .await;
+            cluster.stop();
+            let result = result?;
             rate.values.insert(name.into(), result.messages_per_sec);
             send_p99
                 .values
