@@ -7,6 +7,8 @@
 #   scripts/brokers.sh kafka-format ID CONFIG    format a KRaft node's log dirs for cluster ID
 #   scripts/brokers.sh kafka-run CONFIG          run a Kafka node in the foreground (exec: the
 #                                                caller's pid is the JVM's pid)
+#   scripts/brokers.sh artemis-run BROKER_XML    run an ActiveMQ Artemis broker (ArtemisNode)
+#                                                in the foreground (exec, as kafka-run)
 #   scripts/brokers.sh job ARGS...               run the producer/consumer job (QueueJob)
 #
 # Logs: warnings and errors, to stderr. Heap per JVM: BROKER_HEAP (default 512m).
@@ -47,12 +49,15 @@ case "${1:-}" in
     kafka-run)
         java_with kafka.Kafka "${2:?usage: brokers.sh kafka-run CONFIG}"
         ;;
+    artemis-run)
+        java_with meerkat.ArtemisNode "${2:?usage: brokers.sh artemis-run BROKER_XML}"
+        ;;
     job)
         shift
         java_with meerkat.QueueJob "$@"
         ;;
     *)
-        echo "usage: $0 classpath | kafka-format ID CONFIG | kafka-run CONFIG | job ARGS..." >&2
+        echo "usage: $0 classpath | kafka-format ID CONFIG | kafka-run CONFIG | artemis-run BROKER_XML | job ARGS..." >&2
         exit 2
         ;;
 esac

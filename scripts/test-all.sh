@@ -33,8 +33,8 @@ cargo test -p meerkat --test ensemble zookeeper -- --ignored
 echo "== the config-service example's end-to-end test against Apache ZooKeeper 3.9.3"
 cargo test -p config-service --test config_service zookeeper -- --ignored
 
-echo "== bench queue-vs-brokers, tiny, with Apache Kafka (3 KRaft nodes from Maven Central)"
-cargo test -p meerkat --test bench_smoke kafka -- --ignored
+echo "== bench queue-vs-brokers, tiny, with Apache Kafka and ActiveMQ Artemis (from Maven Central)"
+cargo test -p meerkat --test bench_smoke brokers -- --ignored
 
 echo "== kazoo with use_ssl: meerkat and ZooKeeper 3.9.3 with the same TLS keys"
 ./scripts/compat-kazoo.sh

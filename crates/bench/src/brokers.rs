@@ -6,6 +6,9 @@
 //!   queue a topic with replication factor 3 and `min.insync.replicas=2`, producers with
 //!   `acks=all`. Kafka's default flush policy: a message is acknowledged once the in-sync
 //!   replicas have it in memory (the page cache), not fsynced.
+//! * ActiveMQ Artemis 2.37: a replicated live/backup pair (the job starts once the backup is
+//!   in sync), a durable anycast queue; a durable send returns once the live broker has the
+//!   message in its journal, fsynced, and replicated to the backup.
 //!
 //! The job itself runs in Java (`QueueJob`, Kafka's own client), since a broker is only fairly
 //! measured through its own client; it prints a [`JobResult`] as one JSON line.
@@ -25,12 +28,15 @@ const START_TIME_MAX: Duration = Duration::from_secs(180);
 pub enum Broker {
     /// Apache Kafka 3.9.1, 3 KRaft nodes, acks=all, min.insync.replicas=2.
     Kafka,
+    /// ActiveMQ Artemis 2.37.0, a replicated live/backup pair, durable messages.
+    Artemis,
 }
 
 impl Broker {
     pub fn name(self) -> &'static str {
         match self {
             Broker::Kafka => "kafka",
+            Broker::Artemis => "artemis",
         }
     }
 }
@@ -44,7 +50,8 @@ pub struct Cluster {
 }
 
 impl Cluster {
-    /// Starts `broker` with `nodes` nodes under `dir` and waits until each listens.
+    /// Starts `broker` under `dir` (Kafka with `nodes` nodes; Artemis always as a live/backup
+    /// pair) and waits until it can take the job.
     pub async fn start(
         broker: Broker,
         script: &Path,
@@ -53,6 +60,7 @@ impl Cluster {
     ) -> anyhow::Result<Cluster> {
         match broker {
             Broker::Kafka => start_kafka(script, dir, nodes).await,
+            Broker::Artemis => start_artemis(script, dir).await,
         }
     }
 
@@ -168,6 +176,109 @@ fn kafka_properties(
         voters = voters.join(","),
         data = data.display(),
     )
+}
+
+async fn start_artemis(script: &Path, dir: &Path) -> anyhow::Result<Cluster> {
+    std::fs::create_dir_all(dir)?;
+    let (ports, hold) = ports::free_ports(2)?;
+    let mut configs = Vec::new();
+    for (i, role) in ["live", "backup"].into_iter().enumerate() {
+        let home = dir.join(format!("artemis-{role}"));
+        std::fs::create_dir_all(&home)?;
+        let config = home.join("broker.xml");
+        std::fs::write(&config, artemis_xml(role, ports[i], ports[1 - i], &home))?;
+        configs.push(config);
+    }
+    drop(hold);
+    let mut cluster = Cluster {
+        broker: Broker::Artemis,
+        bootstrap: format!(
+            "(tcp://127.0.0.1:{},tcp://127.0.0.1:{})?ha=true&reconnectAttempts=-1",
+            ports[0], ports[1]
+        ),
+        nodes: Vec::new(),
+    };
+    // The live broker first: the backup replicates from it.
+    for (config, ready) in configs.iter().zip(["started", "backup in sync"]) {
+        let log_path = config.with_file_name("server.log");
+        let log = std::fs::File::create(&log_path)?;
+        let node = script_command(script, &["artemis-run"], config)
+            .stdin(Stdio::null())
+            .stdout(log.try_clone()?)
+            .stderr(log)
+            .spawn()?;
+        cluster.nodes.push(node);
+        wait_for_line(&log_path, ready).await?;
+    }
+    Ok(cluster)
+}
+
+/// broker.xml of one broker of the pair: persistence on (journal fsynced on every durable
+/// send and acknowledgement), replication to or from `peer`.
+fn artemis_xml(role: &str, port: u16, peer: u16, home: &Path) -> String {
+    let policy = if role == "live" {
+        "<primary><check-for-active-server>true</check-for-active-server></primary>"
+    } else {
+        "<backup><allow-failback>true</allow-failback></backup>"
+    };
+    let home = home.display();
+    format!(
+        r#"<?xml version="1.0" encoding="UTF-8"?>
+<configuration xmlns="urn:activemq" xmlns:xsi="http://www.w3.org/2001/XMLSchema-instance"
+               xsi:schemaLocation="urn:activemq /schema/artemis-configuration.xsd">
+  <core xmlns="urn:activemq:core">
+    <name>{role}</name>
+    <persistence-enabled>true</persistence-enabled>
+    <journal-type>NIO</journal-type>
+    <journal-sync-transactional>true</journal-sync-transactional>
+    <journal-sync-non-transactional>true</journal-sync-non-transactional>
+    <journal-pool-files>10</journal-pool-files>
+    <bindings-directory>{home}/bindings</bindings-directory>
+    <journal-directory>{home}/journal</journal-directory>
+    <paging-directory>{home}/paging</paging-directory>
+    <large-messages-directory>{home}/large-messages</large-messages-directory>
+    <security-enabled>false</security-enabled>
+    <cluster-user>bench</cluster-user>
+    <cluster-password>bench</cluster-password>
+    <connectors>
+      <connector name="self">tcp://127.0.0.1:{port}</connector>
+      <connector name="peer">tcp://127.0.0.1:{peer}</connector>
+    </connectors>
+    <acceptors>
+      <acceptor name="core">tcp://127.0.0.1:{port}?protocols=CORE</acceptor>
+    </acceptors>
+    <cluster-connections>
+      <cluster-connection name="pair">
+        <connector-ref>self</connector-ref>
+        <static-connectors><connector-ref>peer</connector-ref></static-connectors>
+      </cluster-connection>
+    </cluster-connections>
+    <ha-policy><replication>{policy}</replication></ha-policy>
+  </core>
+</configuration>
+"#
+    )
+}
+
+/// Waits until the log at `path` has a line equal to `line` (a node exiting shows up as a
+/// timeout, with the log's tail).
+async fn wait_for_line(path: &Path, line: &str) -> anyhow::Result<()> {
+    let started = Instant::now();
+    loop {
+        let text = std::fs::read_to_string(path).unwrap_or_default();
+        if text.lines().any(|l| l == line) {
+            return Ok(());
+        }
+        if started.elapsed() > START_TIME_MAX {
+            let tail: Vec<&str> = text.lines().rev().take(20).collect();
+            anyhow::bail!(
+                "{} did not say {line:?} within {START_TIME_MAX:?}; its log ends:\n{}",
+                path.display(),
+                tail.into_iter().rev().collect::<Vec<_>>().join("\n")
+            );
+        }
+        tokio::time::sleep(Duration::from_millis(200)).await;
+    }
 }
 
 /// `bash brokers.sh ARGS... CONFIG`.

@@ -161,8 +161,8 @@ pub struct BenchArgs {
     #[arg(long)]
     pub servers: Option<usize>,
     /// queue-vs-brokers: the message brokers to run the job against as well, comma-separated
-    /// (kafka), or none. Started from Maven Central artifacts (scripts/brokers.sh).
-    #[arg(long, default_value = "kafka")]
+    /// (kafka, artemis), or none. Started from Maven Central artifacts (scripts/brokers.sh).
+    #[arg(long, default_value = "kafka,artemis")]
     pub brokers: String,
     /// Scratch space for the servers' data dirs.
     #[arg(long, default_value = "target/bench-work")]
@@ -338,6 +338,10 @@ mod tests {
             vec![brokers::Broker::Kafka]
         );
         assert!(brokers("none").expect("none").is_empty());
+        assert_eq!(
+            brokers("artemis, kafka").expect("both"),
+            vec![brokers::Broker::Artemis, brokers::Broker::Kafka]
+        );
         assert!(brokers("kafka,kafka").is_err());
         assert!(brokers("rabbitmq").is_err());
     }

@@ -231,27 +231,27 @@ fn queue_vs_brokers_runs_its_job_to_the_end() {
     check_queue_jobs(&run.report, &both);
 }
 
-/// The same with Kafka (3 KRaft nodes, fetched by Maven and run on Java the first time):
-/// `cargo test -p meerkat --test bench_smoke kafka -- --ignored`.
+/// The same with the brokers: Kafka (3 KRaft nodes) and an ActiveMQ Artemis live/backup pair,
+/// fetched by Maven and run on Java:
+/// `cargo test -p meerkat --test bench_smoke brokers -- --ignored`.
 #[test]
-#[ignore = "needs Java and Maven: runs Apache Kafka"]
-fn queue_vs_brokers_runs_its_job_on_kafka_too() {
+#[ignore = "needs Java and Maven: runs Apache Kafka and ActiveMQ Artemis"]
+fn queue_vs_brokers_runs_its_job_on_the_brokers_too() {
     let run = bench_with(
         "queue-vs-brokers",
         "meerkat-diskless",
         3,
-        &["--brokers", "kafka"],
+        &["--brokers", "kafka,artemis"],
     );
-    check_queue_jobs(&run.report, &["meerkat-diskless", "kafka"]);
+    check_queue_jobs(&run.report, &["meerkat-diskless", "kafka", "artemis"]);
     let header = run
         .stdout
         .lines()
         .find(|l| l.starts_with("case"))
         .expect("table header");
-    assert!(
-        header.split_whitespace().any(|c| c == "dl/kafka"),
-        "{header}"
-    );
+    for column in ["dl/kafka", "dl/amq"] {
+        assert!(header.split_whitespace().any(|c| c == column), "{header}");
+    }
 }
 
 fn check_queue_jobs(r: &serde_json::Value, systems: &[&str]) {

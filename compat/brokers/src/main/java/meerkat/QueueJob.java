@@ -10,6 +10,15 @@ import java.util.Properties;
 import java.util.concurrent.CountDownLatch;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicLong;
+import org.apache.activemq.artemis.api.core.QueueConfiguration;
+import org.apache.activemq.artemis.api.core.RoutingType;
+import org.apache.activemq.artemis.api.core.client.ActiveMQClient;
+import org.apache.activemq.artemis.api.core.client.ClientConsumer;
+import org.apache.activemq.artemis.api.core.client.ClientMessage;
+import org.apache.activemq.artemis.api.core.client.ClientProducer;
+import org.apache.activemq.artemis.api.core.client.ClientSession;
+import org.apache.activemq.artemis.api.core.client.ClientSessionFactory;
+import org.apache.activemq.artemis.api.core.client.ServerLocator;
 import org.apache.kafka.clients.admin.Admin;
 import org.apache.kafka.clients.admin.NewTopic;
 import org.apache.kafka.clients.consumer.ConsumerRebalanceListener;
@@ -24,23 +33,29 @@ import org.apache.kafka.common.serialization.ByteArraySerializer;
 /**
  * The producer/consumer job of `meerkat bench queue-vs-brokers` (thesis Fig. 5.7) against a
  * broker: producers send MESSAGES messages of SIZE bytes in all, each send waiting for its
- * acknowledgement; consumers take them until all are consumed, acknowledging each batch they
- * took before taking more. Prints one JSON line with the job's wall time and latencies.
+ * acknowledgement; consumers take them until all are consumed, acknowledging what they took
+ * before taking more. Prints one JSON line with the job's wall time and latencies.
  *
- * <pre>QueueJob kafka BOOTSTRAP MESSAGES PRODUCERS CONSUMERS SIZE</pre>
+ * <pre>QueueJob kafka|artemis ENDPOINT MESSAGES PRODUCERS CONSUMERS SIZE</pre>
  *
- * Kafka: a topic with one partition per consumer, replication factor 3,
- * min.insync.replicas=2; producers with acks=all and idempotence; consumers in one group,
- * committing their offsets synchronously after each poll. The clock starts once every consumer
- * has its partitions, as the znode job's starts once every session is open.
+ * Kafka (ENDPOINT: bootstrap servers): a topic with one partition per consumer, replication
+ * factor 3, min.insync.replicas=2; producers with acks=all and idempotence; consumers in one
+ * group, committing their offsets synchronously after each poll. The clock starts once every
+ * consumer has its partitions, as the znode job's starts once every session is open.
+ *
+ * Artemis (ENDPOINT: a core connector URL listing the live and the backup broker): durable
+ * messages on an anycast queue, sends blocking until the live broker has them in its journal
+ * and its backup's (blockOnDurableSend), acknowledgements blocking too (blockOnAcknowledge).
  */
 public final class QueueJob {
     /** A job that has not finished in this time fails. */
     private static final long JOB_MILLIS_MAX = 30 * 60 * 1000L;
+    private static final org.apache.activemq.artemis.api.core.SimpleString ARTEMIS_QUEUE =
+            org.apache.activemq.artemis.api.core.SimpleString.toSimpleString("queue");
 
     public static void main(String[] args) throws Exception {
-        if (args.length != 6 || !args[0].equals("kafka")) {
-            System.err.println("usage: QueueJob kafka BOOTSTRAP MESSAGES PRODUCERS CONSUMERS SIZE");
+        if (args.length != 6 || !(args[0].equals("kafka") || args[0].equals("artemis"))) {
+            System.err.println("usage: QueueJob kafka|artemis ENDPOINT MESSAGES PRODUCERS CONSUMERS SIZE");
             System.exit(2);
         }
         String bootstrap = args[1];
@@ -48,7 +63,13 @@ public final class QueueJob {
         int producers = Integer.parseInt(args[3]);
         int consumers = Integer.parseInt(args[4]);
         int size = Integer.parseInt(args[5]);
-        new QueueJob(bootstrap, messages, producers, consumers, size).runKafka();
+        QueueJob job = new QueueJob(bootstrap, messages, producers, consumers, size);
+        if (args[0].equals("kafka")) {
+            job.createKafkaTopic();
+            job.run(job::produceKafka, job::consumeKafka);
+        } else {
+            job.run(job::produceArtemis, job::consumeArtemis);
+        }
     }
 
     private final String bootstrap;
@@ -74,7 +95,7 @@ public final class QueueJob {
         this.takeMicros = new long[(int) messages];
     }
 
-    private void runKafka() throws Exception {
+    private void createKafkaTopic() throws Exception {
         Properties admin = new Properties();
         admin.put("bootstrap.servers", bootstrap);
         try (Admin client = Admin.create(admin)) {
@@ -94,14 +115,25 @@ public final class QueueJob {
                 }
             }
         }
+    }
+
+    private interface Producing {
+        void run(CountDownLatch start) throws Exception;
+    }
+
+    private interface Consuming {
+        void run(CountDownLatch assigned, CountDownLatch start) throws Exception;
+    }
+
+    private void run(Producing produce, Consuming consume) throws Exception {
         CountDownLatch assigned = new CountDownLatch(consumers);
         CountDownLatch start = new CountDownLatch(1);
         List<Thread> threads = new ArrayList<>();
         for (int c = 0; c < consumers; c++) {
-            threads.add(thread("consumer-" + c, () -> consume(assigned, start)));
+            threads.add(thread("consumer-" + c, () -> consume.run(assigned, start)));
         }
         for (int p = 0; p < producers; p++) {
-            threads.add(thread("producer-" + p, () -> produce(start)));
+            threads.add(thread("producer-" + p, () -> produce.run(start)));
         }
         threads.forEach(Thread::start);
         if (!assigned.await(120, TimeUnit.SECONDS)) {
@@ -133,7 +165,7 @@ public final class QueueJob {
                 quantile(takeMicros, 0.5), quantile(takeMicros, 0.99));
     }
 
-    private void produce(CountDownLatch start) throws Exception {
+    private void produceKafka(CountDownLatch start) throws Exception {
         Properties config = new Properties();
         config.put("bootstrap.servers", bootstrap);
         config.put("acks", "all");
@@ -152,7 +184,7 @@ public final class QueueJob {
         }
     }
 
-    private void consume(CountDownLatch assigned, CountDownLatch start) throws Exception {
+    private void consumeKafka(CountDownLatch assigned, CountDownLatch start) throws Exception {
         Properties config = new Properties();
         config.put("bootstrap.servers", bootstrap);
         config.put("group.id", topic);
@@ -189,6 +221,72 @@ public final class QueueJob {
                         takeMicros[(int) n] = micros;
                     }
                 }
+            }
+        }
+    }
+
+    private ServerLocator artemisLocator() throws Exception {
+        ServerLocator locator = ActiveMQClient.createServerLocator(bootstrap);
+        locator.setBlockOnDurableSend(true);
+        locator.setBlockOnAcknowledge(true);
+        // Every acknowledgement goes out at once, and blocks (no batching of acks).
+        locator.setAckBatchSize(0);
+        return locator;
+    }
+
+    private void produceArtemis(CountDownLatch start) throws Exception {
+        try (ServerLocator locator = artemisLocator();
+                ClientSessionFactory factory = locator.createSessionFactory();
+                ClientSession session = factory.createSession(false, true, true)) {
+            createArtemisQueue(session);
+            ClientProducer producer = session.createProducer(ARTEMIS_QUEUE);
+            start.await();
+            long n;
+            while ((n = claimed.getAndIncrement()) < messages && failure == null) {
+                long sentAt = System.nanoTime();
+                ClientMessage message = session.createMessage(true);
+                message.getBodyBuffer().writeBytes(payload);
+                // Durable and blocking: returns once the broker has it in its journal.
+                producer.send(message);
+                sendMicros[(int) n] = Math.max(1, (System.nanoTime() - sentAt) / 1000);
+            }
+        }
+    }
+
+    private void consumeArtemis(CountDownLatch assigned, CountDownLatch start) throws Exception {
+        try (ServerLocator locator = artemisLocator();
+                ClientSessionFactory factory = locator.createSessionFactory();
+                ClientSession session = factory.createSession(false, true, true)) {
+            createArtemisQueue(session);
+            ClientConsumer consumer = session.createConsumer(ARTEMIS_QUEUE);
+            session.start();
+            assigned.countDown();
+            start.await();
+            long deadline = System.currentTimeMillis() + JOB_MILLIS_MAX;
+            while (taken.get() < messages && failure == null && System.currentTimeMillis() < deadline) {
+                ClientMessage message = consumer.receive(20);
+                if (message == null) {
+                    continue;
+                }
+                long receivedAt = System.nanoTime();
+                // Blocking: returns once the broker has recorded the message as consumed.
+                message.acknowledge();
+                long n = taken.getAndIncrement();
+                if (n < messages) {
+                    takeMicros[(int) n] = Math.max(1, (System.nanoTime() - receivedAt) / 1000);
+                }
+            }
+        }
+    }
+
+    /** Every client declares the durable queue; the first one creates it. */
+    private static void createArtemisQueue(ClientSession session) throws Exception {
+        if (!session.queueQuery(ARTEMIS_QUEUE).isExists()) {
+            try {
+                session.createQueue(new QueueConfiguration(ARTEMIS_QUEUE)
+                        .setRoutingType(RoutingType.ANYCAST).setDurable(true));
+            } catch (org.apache.activemq.artemis.api.core.ActiveMQQueueExistsException raced) {
+                // Another client created it first.
             }
         }
     }
