@@ -30,6 +30,12 @@ echo "== go-zookeeper against meerkat"
 echo "== the ensemble fault scenarios against Apache ZooKeeper 3.9.3 (the reference for meerkat's runs above)"
 cargo test -p meerkat --test ensemble zookeeper -- --ignored
 
+echo "== the config-service example's end-to-end test against Apache ZooKeeper 3.9.3"
+cargo test -p config-service --test config_service zookeeper -- --ignored
+
+echo "== bench queue-vs-brokers, tiny, with Apache Kafka and ActiveMQ Artemis (from Maven Central)"
+cargo test -p meerkat --test bench_smoke brokers -- --ignored
+
 echo "== kazoo with use_ssl and with SASL DIGEST-MD5: meerkat and ZooKeeper 3.9.3 configured identically"
 ./scripts/compat-kazoo.sh
 

@@ -4,6 +4,7 @@
 //!
 //! # Layout
 //! * [`target`], [`null_server`]: starting and stopping the servers under test;
+//!   [`brokers`]: the message brokers queue-vs-brokers compares with (Kafka);
 //!   [`ensemble`]: ports, configs and four-letter words of a local ensemble (shared with
 //!   `meerkat ensemble`).
 //! * [`wire`], [`load`]: a pipelined load generator that speaks the protocol itself;
@@ -11,6 +12,7 @@
 //! * [`scenarios`]: the experiments; [`report`], [`plot`]: table, JSON and PNG charts;
 //!   [`cpu`]: /proc accounting.
 
+pub mod brokers;
 pub mod cpu;
 pub mod ensemble;
 pub mod failover;
@@ -46,6 +48,9 @@ pub enum Scenario {
     Cpu,
     /// Thesis Fig. 5.6: a sequential-znode message queue.
     Queue,
+    /// Thesis Fig. 5.7: the queue as a synchronous producer/consumer job (100,000 messages
+    /// with --full), on 3 servers by default.
+    QueueVsBrokers,
     /// Paper Table 3: double barriers, scaled down (10 and 20 clients; --full: 50 to 200).
     Barrier,
     /// Thesis Table A.4: snapshot write and load time for 10k, 100k, 1M znodes of 300 bytes.
@@ -77,6 +82,7 @@ impl Scenario {
             Scenario::GroupCommit => "group-commit",
             Scenario::Cpu => "cpu",
             Scenario::Queue => "queue",
+            Scenario::QueueVsBrokers => "queue-vs-brokers",
             Scenario::Barrier => "barrier",
             Scenario::Snapshot => "snapshot",
             Scenario::Restart => "restart",
@@ -90,7 +96,10 @@ impl Scenario {
     /// Servers per target unless --servers says otherwise.
     pub fn default_servers(self) -> usize {
         match self {
-            Scenario::LeaderOnly | Scenario::Failures | Scenario::Restore => 3,
+            Scenario::LeaderOnly
+            | Scenario::Failures
+            | Scenario::Restore
+            | Scenario::QueueVsBrokers => 3,
             _ => 1,
         }
     }
@@ -151,6 +160,10 @@ pub struct BenchArgs {
     /// otherwise). Clients spread over the servers round-robin; `null` stays standalone.
     #[arg(long)]
     pub servers: Option<usize>,
+    /// queue-vs-brokers: the message brokers to run the job against as well, comma-separated
+    /// (kafka, artemis), or none. Started from Maven Central artifacts (scripts/brokers.sh).
+    #[arg(long, default_value = "kafka,artemis")]
+    pub brokers: String,
     /// Scratch space for the servers' data dirs.
     #[arg(long, default_value = "target/bench-work")]
     pub work_dir: PathBuf,
@@ -174,6 +187,21 @@ fn targets(spec: &str) -> anyhow::Result<Vec<Target>> {
         targets.push(target);
     }
     Ok(targets)
+}
+
+fn brokers(spec: &str) -> anyhow::Result<Vec<brokers::Broker>> {
+    use clap::ValueEnum;
+    if spec == "none" {
+        return Ok(Vec::new());
+    }
+    let mut brokers = Vec::new();
+    for b in spec.split(',') {
+        let broker = brokers::Broker::from_str(b.trim(), true)
+            .map_err(|e| anyhow::anyhow!("--brokers {b}: {e}"))?;
+        anyhow::ensure!(!brokers.contains(&broker), "--brokers {b}: named twice");
+        brokers.push(broker);
+    }
+    Ok(brokers)
 }
 
 /// Runs one scenario and prints its table; returns the report (also written as JSON, with
@@ -216,7 +244,7 @@ pub async fn run(
     );
     let progress = indicatif::ProgressBar::new(scenarios::steps(
         args.scenario,
-        targets.len(),
+        targets.len() + brokers(&args.brokers).map_or(0, |b| b.len()),
         scale,
         servers,
     ));
@@ -225,9 +253,14 @@ pub async fn run(
             .unwrap_or_else(|_| indicatif::ProgressStyle::default_bar()),
     );
     std::fs::create_dir_all(&args.out)?;
+    let brokers = match args.scenario {
+        Scenario::QueueVsBrokers => brokers(&args.brokers)?,
+        _ => Vec::new(),
+    };
     let ctx = Context {
         programs,
         targets,
+        brokers,
         work_dir: args.work_dir.clone(),
         out_dir: args.out.clone(),
         scale,
@@ -243,6 +276,7 @@ pub async fn run(
         Scenario::GroupCommit => scenarios::writes::group_commit(&ctx).await?,
         Scenario::Cpu => scenarios::writes::cpu(&ctx).await?,
         Scenario::Queue => scenarios::queue::queue(&ctx).await?,
+        Scenario::QueueVsBrokers => scenarios::queue_vs_brokers::queue_vs_brokers(&ctx).await?,
         Scenario::Barrier => scenarios::barrier::barrier(&ctx).await?,
         Scenario::Snapshot => scenarios::persistence::snapshot(&ctx)?,
         Scenario::Restart => scenarios::persistence::restart(&ctx).await?,
@@ -295,5 +329,20 @@ mod tests {
         assert_eq!(some, vec![Target::ZooKeeper, Target::MeerkatDiskless]);
         assert!(targets("meerkat,meerkat").is_err());
         assert!(targets("etcd").is_err());
+    }
+
+    #[test]
+    fn brokers_are_a_list_or_none() {
+        assert_eq!(
+            brokers("kafka").expect("kafka"),
+            vec![brokers::Broker::Kafka]
+        );
+        assert!(brokers("none").expect("none").is_empty());
+        assert_eq!(
+            brokers("artemis, kafka").expect("both"),
+            vec![brokers::Broker::Artemis, brokers::Broker::Kafka]
+        );
+        assert!(brokers("kafka,kafka").is_err());
+        assert!(brokers("rabbitmq").is_err());
     }
 }

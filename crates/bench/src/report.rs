@@ -89,21 +89,28 @@ impl Report {
 
 /// "<cores> cores, <model>, <memory>" from /proc, for the record.
 /// Targets in table order, with their column headers.
-const COLUMN_TARGETS: [(&str, &str); 5] = [
+const COLUMN_TARGETS: [(&str, &str); 7] = [
     ("meerkat", "meerkat"),
     ("meerkat-diskless", "mk-diskless"),
     ("zookeeper", "zookeeper"),
+    ("kafka", "kafka"),
+    ("artemis", "artemis"),
     ("baseline", "baseline"),
     ("null", "null"),
 ];
 
 /// Ratio columns: numerator ÷ denominator, with headers (mk = durable meerkat, dl = diskless
-/// meerkat, zk = ZooKeeper, base = the `--baseline` binary).
-const RATIOS: [(&str, &str, &str); 6] = [
+/// meerkat, zk = ZooKeeper, base = the `--baseline` binary; kafka and amq = the
+/// queue-vs-brokers scenario's Kafka cluster and ActiveMQ Artemis pair).
+const RATIOS: [(&str, &str, &str); 10] = [
     ("meerkat", "zookeeper", "mk/zk"),
     ("meerkat", "baseline", "mk/base"),
     ("meerkat-diskless", "zookeeper", "dl/zk"),
     ("meerkat-diskless", "meerkat", "dl/mk"),
+    ("meerkat", "kafka", "mk/kafka"),
+    ("meerkat-diskless", "kafka", "dl/kafka"),
+    ("meerkat", "artemis", "mk/amq"),
+    ("meerkat-diskless", "artemis", "dl/amq"),
     ("meerkat", "null", "mk/null"),
     ("meerkat-diskless", "null", "dl/null"),
 ];

@@ -85,6 +85,11 @@ impl Programs {
             baseline: None,
         })
     }
+
+    /// `scripts/brokers.sh`, beside the ZooKeeper script: the brokers of queue-vs-brokers.
+    pub fn brokers_script(&self) -> PathBuf {
+        self.zookeeper_script.with_file_name("brokers.sh")
+    }
 }
 
 /// zoo.cfg settings a scenario chooses (the same for every target).

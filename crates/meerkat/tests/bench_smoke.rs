@@ -24,6 +24,11 @@ struct Run {
 }
 
 fn bench(scenario: &str, targets: &str, servers: usize) -> Run {
+    bench_with(scenario, targets, servers, &[])
+}
+
+/// As [`bench`], with more arguments for `meerkat bench`.
+fn bench_with(scenario: &str, targets: &str, servers: usize, extra: &[&str]) -> Run {
     let tag = targets.replace(',', "+");
     let work = std::path::Path::new(env!("CARGO_TARGET_TMPDIR"))
         .join(format!("bench-{scenario}-{servers}-{tag}"));
@@ -36,6 +41,7 @@ fn bench(scenario: &str, targets: &str, servers: usize) -> Run {
         .arg(&out)
         .arg("--work-dir")
         .arg(work.join("servers"))
+        .args(extra)
         .output()
         .expect("run meerkat bench");
     let stdout = String::from_utf8_lossy(&output.stdout).into_owned();
@@ -207,5 +213,54 @@ fn diskless_target_writes_complete_reports_on_three_servers() {
                 "{stats}"
             );
         }
+    }
+}
+
+/// queue-vs-brokers (thesis Fig. 5.7) tiny, on three durable and three diskless meerkat
+/// servers (no broker: `--brokers none`): every row has both values, the chart is a PNG, and
+/// each job consumed every message it sent.
+#[test]
+fn queue_vs_brokers_runs_its_job_to_the_end() {
+    let both = ["meerkat", "meerkat-diskless"];
+    let run = bench_with(
+        "queue-vs-brokers",
+        "meerkat,meerkat-diskless",
+        3,
+        &["--brokers", "none"],
+    );
+    check_queue_jobs(&run.report, &both);
+}
+
+/// The same with the brokers: Kafka (3 KRaft nodes) and an ActiveMQ Artemis live/backup pair,
+/// fetched by Maven and run on Java:
+/// `cargo test -p meerkat --test bench_smoke brokers -- --ignored`.
+#[test]
+#[ignore = "needs Java and Maven: runs Apache Kafka and ActiveMQ Artemis"]
+fn queue_vs_brokers_runs_its_job_on_the_brokers_too() {
+    let run = bench_with(
+        "queue-vs-brokers",
+        "meerkat-diskless",
+        3,
+        &["--brokers", "kafka,artemis"],
+    );
+    check_queue_jobs(&run.report, &["meerkat-diskless", "kafka", "artemis"]);
+    let header = run
+        .stdout
+        .lines()
+        .find(|l| l.starts_with("case"))
+        .expect("table header");
+    for column in ["dl/kafka", "dl/amq"] {
+        assert!(header.split_whitespace().any(|c| c == column), "{header}");
+    }
+}
+
+fn check_queue_jobs(r: &serde_json::Value, systems: &[&str]) {
+    assert_eq!(r["servers"].as_u64(), Some(3));
+    check_rows(r, systems);
+    check_plots(r);
+    for t in systems {
+        let job = &r["details"][format!("300 msgs, 1+1 clients/{t}")];
+        assert_eq!(job["messages"].as_u64(), Some(300), "{t}: {job}");
+        assert!(job["seconds"].as_f64().unwrap() > 0.0, "{t}: {job}");
     }
 }

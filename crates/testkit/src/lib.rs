@@ -8,6 +8,8 @@
 //!   SIGKILL/SIGSTOP/SIGCONT by pid, restart, roles via `srvr`, bounded waits for a leader and
 //!   for convergence; optional peer proxies for partitions.
 //! * [`proxy`]: a fault-injecting TCP proxy (block, blackhole, delay, heal).
+//! * [`process`]: client processes a test starts (the examples), their output lines, SIGKILL
+//!   by pid; where the `meerkat` binary is.
 //! * [`four_letter`]: `srvr` and `mntr` over TCP.
 //! * [`history`]: a recorded history of concurrent operations on registers.
 //! * [`workload`]: recorded operations on a session, and a light concurrent workload.
@@ -20,6 +22,7 @@ pub mod ensemble;
 pub mod four_letter;
 pub mod history;
 pub mod linearizability;
+pub mod process;
 pub mod proxy;
 pub mod sessions;
 pub mod workload;
@@ -27,6 +30,7 @@ pub mod workload;
 pub use ensemble::{Cut, Ensemble, Flavor, Options, Signal};
 pub use four_letter::Role;
 pub use history::{History, Operation, Outcome, Record};
+pub use process::{meerkat_binary, Process};
 
 /// Runs both checkers on `records`: linearizability per key, then the session checks.
 /// Returns a one-line summary, or the violation with the operations that show it.

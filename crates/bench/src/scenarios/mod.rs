@@ -6,6 +6,8 @@
 //!   cpu (thesis Fig. 5.5).
 //! * [`reads`]: sync-get (thesis Fig. 5.2), read-ratio (paper Fig. 5).
 //! * [`queue`]: the sequential-znode message queue (thesis Fig. 5.6).
+//! * [`queue_vs_brokers`]: that queue as a producer/consumer job, beside message brokers
+//!   (thesis Fig. 5.7).
 //! * [`barrier`]: double barriers (paper Table 3).
 //! * [`persistence`]: snapshot (thesis Table A.4) and restart.
 //! * [`ensemble`]: leader-only (paper Fig. 6) and broadcast (paper Fig. 7).
@@ -20,6 +22,7 @@ pub mod ensemble;
 pub mod failures;
 pub mod persistence;
 pub mod queue;
+pub mod queue_vs_brokers;
 pub mod reads;
 pub mod writes;
 
@@ -76,6 +79,8 @@ impl Scale {
 pub struct Context {
     pub programs: Programs,
     pub targets: Vec<Target>,
+    /// queue-vs-brokers: the message brokers run beside the targets.
+    pub brokers: Vec<crate::brokers::Broker>,
     pub work_dir: PathBuf,
     pub out_dir: PathBuf,
     pub scale: Scale,
@@ -392,6 +397,7 @@ pub fn steps(scenario: crate::Scenario, ctx_targets: usize, scale: Scale, server
         S::CreateLatency => 3 * t,
         S::ReadRatio => scale.pick(3, 6, 11) * t,
         S::Queue => 2 * t,
+        S::QueueVsBrokers => scale.pick(1, 2, 2) * t,
         S::Barrier => scale.pick(1, 2, 3) * t,
         S::Snapshot => 3,
         S::Restart | S::Restore => scale.pick(1, 2, 3) * t,

@@ -46,6 +46,12 @@ impl LeaderLatch {
         Ok(())
     }
 
+    /// Our candidate znode, once started. A leader can put `Op::check(node, -1)` in a `multi`
+    /// so that its writes apply only while it still holds the latch (fencing).
+    pub fn node(&self) -> Option<&str> {
+        self.node.as_deref()
+    }
+
     /// Whether we lead now.
     pub async fn is_leader(&self) -> Result<bool> {
         let Some(node) = &self.node else {

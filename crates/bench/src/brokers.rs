@@ -1,0 +1,353 @@
+//! The message brokers of `queue-vs-brokers` (thesis Fig. 5.7), started by the bench like the
+//! other targets: from Maven Central artifacts (`scripts/brokers.sh`, `compat/brokers`), on
+//! free loopback ports, each node a process of its own, SIGKILLed by pid when done.
+//!
+//! * Kafka 3.9: 3 nodes in KRaft mode, each broker and controller at once (no ZooKeeper), the
+//!   queue a topic with replication factor 3 and `min.insync.replicas=2`, producers with
+//!   `acks=all`. Kafka's default flush policy: a message is acknowledged once the in-sync
+//!   replicas have it in memory (the page cache), not fsynced.
+//! * ActiveMQ Artemis 2.37: a replicated live/backup pair (the job starts once the backup is
+//!   in sync), a durable anycast queue; a durable send returns once the live broker has the
+//!   message in its journal, fsynced, and replicated to the backup.
+//!
+//! The job itself runs in Java (`QueueJob`, Kafka's own client), since a broker is only fairly
+//! measured through its own client; it prints a [`JobResult`] as one JSON line.
+
+use crate::scenarios::queue_vs_brokers::JobResult;
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+use std::time::{Duration, Instant};
+
+/// A fixed KRaft cluster id (a base64 UUID): every cluster is new, in a fresh directory.
+const KAFKA_CLUSTER_ID: &str = "bWVlcmthdC1xdWV1ZWpvYg";
+/// How long a node may take to listen (JVM start included).
+const START_TIME_MAX: Duration = Duration::from_secs(180);
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize, clap::ValueEnum)]
+#[serde(rename_all = "lowercase")]
+pub enum Broker {
+    /// Apache Kafka 3.9.1, 3 KRaft nodes, acks=all, min.insync.replicas=2.
+    Kafka,
+    /// ActiveMQ Artemis 2.37.0, a replicated live/backup pair, durable messages.
+    Artemis,
+}
+
+impl Broker {
+    pub fn name(self) -> &'static str {
+        match self {
+            Broker::Kafka => "kafka",
+            Broker::Artemis => "artemis",
+        }
+    }
+}
+
+/// A running cluster; dropping it SIGKILLs every node.
+pub struct Cluster {
+    pub broker: Broker,
+    /// The client's bootstrap list (`host:port,...`).
+    pub bootstrap: String,
+    nodes: Vec<Child>,
+}
+
+impl Cluster {
+    /// Starts `broker` under `dir` (Kafka with `nodes` nodes; Artemis always as a live/backup
+    /// pair) and waits until it can take the job.
+    pub async fn start(
+        broker: Broker,
+        script: &Path,
+        dir: &Path,
+        nodes: usize,
+    ) -> anyhow::Result<Cluster> {
+        match broker {
+            Broker::Kafka => start_kafka(script, dir, nodes).await,
+            Broker::Artemis => start_artemis(script, dir).await,
+        }
+    }
+
+    pub fn stop(mut self) {
+        self.kill_all();
+    }
+
+    fn kill_all(&mut self) {
+        for node in &mut self.nodes {
+            // SIGKILL to the pid we spawned (the script execs the JVM), then reap it.
+            let _ = node.kill();
+            let _ = node.wait();
+        }
+        self.nodes.clear();
+    }
+}
+
+impl Drop for Cluster {
+    fn drop(&mut self) {
+        self.kill_all();
+    }
+}
+
+async fn start_kafka(script: &Path, dir: &Path, nodes: usize) -> anyhow::Result<Cluster> {
+    std::fs::create_dir_all(dir)?;
+    let (ports, hold) = ports::free_ports(nodes * 2)?;
+    let (client_ports, controller_ports) = ports.split_at(nodes);
+    let voters: Vec<String> = controller_ports
+        .iter()
+        .enumerate()
+        .map(|(i, port)| format!("{}@127.0.0.1:{port}", i + 1))
+        .collect();
+    let mut configs = Vec::new();
+    for i in 0..nodes {
+        let home = dir.join(format!("kafka-{}", i + 1));
+        std::fs::create_dir_all(&home)?;
+        let config = home.join("server.properties");
+        std::fs::write(
+            &config,
+            kafka_properties(
+                i + 1,
+                client_ports[i],
+                controller_ports[i],
+                &voters,
+                &home.join("data"),
+            ),
+        )?;
+        configs.push(config);
+    }
+    // Formatting starts a JVM per node: run them side by side.
+    let formats: Vec<_> = configs
+        .iter()
+        .map(|config| script_command(script, &["kafka-format", KAFKA_CLUSTER_ID], config).output())
+        .collect();
+    for (format, config) in formats.into_iter().zip(&configs) {
+        let output = format?;
+        anyhow::ensure!(
+            output.status.success(),
+            "formatting {}: {}",
+            config.display(),
+            String::from_utf8_lossy(&output.stderr)
+        );
+    }
+    drop(hold);
+    let mut cluster = Cluster {
+        broker: Broker::Kafka,
+        bootstrap: client_ports
+            .iter()
+            .map(|p| format!("127.0.0.1:{p}"))
+            .collect::<Vec<_>>()
+            .join(","),
+        nodes: Vec::new(),
+    };
+    for config in &configs {
+        let log = std::fs::File::create(config.with_file_name("server.log"))?;
+        let node = script_command(script, &["kafka-run"], config)
+            .stdin(Stdio::null())
+            .stdout(log.try_clone()?)
+            .stderr(log)
+            .spawn()?;
+        cluster.nodes.push(node);
+    }
+    for port in client_ports {
+        wait_listening(*port).await?;
+    }
+    Ok(cluster)
+}
+
+fn kafka_properties(
+    id: usize,
+    client: u16,
+    controller: u16,
+    voters: &[String],
+    data: &Path,
+) -> String {
+    format!(
+        "process.roles=broker,controller\n\
+         node.id={id}\n\
+         controller.quorum.voters={voters}\n\
+         listeners=PLAINTEXT://127.0.0.1:{client},CONTROLLER://127.0.0.1:{controller}\n\
+         advertised.listeners=PLAINTEXT://127.0.0.1:{client}\n\
+         controller.listener.names=CONTROLLER\n\
+         listener.security.protocol.map=CONTROLLER:PLAINTEXT,PLAINTEXT:PLAINTEXT\n\
+         inter.broker.listener.name=PLAINTEXT\n\
+         log.dirs={data}\n\
+         default.replication.factor=3\n\
+         min.insync.replicas=2\n\
+         offsets.topic.replication.factor=3\n\
+         offsets.topic.num.partitions=3\n\
+         transaction.state.log.replication.factor=3\n\
+         transaction.state.log.min.isr=2\n\
+         group.initial.rebalance.delay.ms=0\n",
+        voters = voters.join(","),
+        data = data.display(),
+    )
+}
+
+async fn start_artemis(script: &Path, dir: &Path) -> anyhow::Result<Cluster> {
+    std::fs::create_dir_all(dir)?;
+    let (ports, hold) = ports::free_ports(2)?;
+    let mut configs = Vec::new();
+    for (i, role) in ["live", "backup"].into_iter().enumerate() {
+        let home = dir.join(format!("artemis-{role}"));
+        std::fs::create_dir_all(&home)?;
+        let config = home.join("broker.xml");
+        std::fs::write(&config, artemis_xml(role, ports[i], ports[1 - i], &home))?;
+        configs.push(config);
+    }
+    drop(hold);
+    let mut cluster = Cluster {
+        broker: Broker::Artemis,
+        bootstrap: format!(
+            "(tcp://127.0.0.1:{},tcp://127.0.0.1:{})?ha=true&reconnectAttempts=-1",
+            ports[0], ports[1]
+        ),
+        nodes: Vec::new(),
+    };
+    // The live broker first: the backup replicates from it.
+    for (config, ready) in configs.iter().zip(["started", "backup in sync"]) {
+        let log_path = config.with_file_name("server.log");
+        let log = std::fs::File::create(&log_path)?;
+        let node = script_command(script, &["artemis-run"], config)
+            .stdin(Stdio::null())
+            .stdout(log.try_clone()?)
+            .stderr(log)
+            .spawn()?;
+        cluster.nodes.push(node);
+        wait_for_line(&log_path, ready).await?;
+    }
+    Ok(cluster)
+}
+
+/// broker.xml of one broker of the pair: persistence on (journal fsynced on every durable
+/// send and acknowledgement), replication to or from `peer`.
+fn artemis_xml(role: &str, port: u16, peer: u16, home: &Path) -> String {
+    let policy = if role == "live" {
+        "<primary><check-for-active-server>true</check-for-active-server></primary>"
+    } else {
+        "<backup><allow-failback>true</allow-failback></backup>"
+    };
+    let home = home.display();
+    format!(
+        r#"<?xml version="1.0" encoding="UTF-8"?>
+<configuration xmlns="urn:activemq" xmlns:xsi="http://www.w3.org/2001/XMLSchema-instance"
+               xsi:schemaLocation="urn:activemq /schema/artemis-configuration.xsd">
+  <core xmlns="urn:activemq:core">
+    <name>{role}</name>
+    <persistence-enabled>true</persistence-enabled>
+    <journal-type>NIO</journal-type>
+    <journal-sync-transactional>true</journal-sync-transactional>
+    <journal-sync-non-transactional>true</journal-sync-non-transactional>
+    <journal-pool-files>10</journal-pool-files>
+    <bindings-directory>{home}/bindings</bindings-directory>
+    <journal-directory>{home}/journal</journal-directory>
+    <paging-directory>{home}/paging</paging-directory>
+    <large-messages-directory>{home}/large-messages</large-messages-directory>
+    <security-enabled>false</security-enabled>
+    <cluster-user>bench</cluster-user>
+    <cluster-password>bench</cluster-password>
+    <connectors>
+      <connector name="self">tcp://127.0.0.1:{port}</connector>
+      <connector name="peer">tcp://127.0.0.1:{peer}</connector>
+    </connectors>
+    <acceptors>
+      <acceptor name="core">tcp://127.0.0.1:{port}?protocols=CORE</acceptor>
+    </acceptors>
+    <cluster-connections>
+      <cluster-connection name="pair">
+        <connector-ref>self</connector-ref>
+        <static-connectors><connector-ref>peer</connector-ref></static-connectors>
+      </cluster-connection>
+    </cluster-connections>
+    <ha-policy><replication>{policy}</replication></ha-policy>
+  </core>
+</configuration>
+"#
+    )
+}
+
+/// Waits until the log at `path` has a line equal to `line` (a node exiting shows up as a
+/// timeout, with the log's tail).
+async fn wait_for_line(path: &Path, line: &str) -> anyhow::Result<()> {
+    let started = Instant::now();
+    loop {
+        let text = std::fs::read_to_string(path).unwrap_or_default();
+        if text.lines().any(|l| l == line) {
+            return Ok(());
+        }
+        if started.elapsed() > START_TIME_MAX {
+            let tail: Vec<&str> = text.lines().rev().take(20).collect();
+            anyhow::bail!(
+                "{} did not say {line:?} within {START_TIME_MAX:?}; its log ends:\n{}",
+                path.display(),
+                tail.into_iter().rev().collect::<Vec<_>>().join("\n")
+            );
+        }
+        tokio::time::sleep(Duration::from_millis(200)).await;
+    }
+}
+
+/// `bash brokers.sh ARGS... CONFIG`.
+fn script_command(script: &Path, args: &[&str], config: &Path) -> Command {
+    let mut command = Command::new("bash");
+    command.arg(script).args(args).arg(config);
+    command
+}
+
+async fn wait_listening(port: u16) -> anyhow::Result<()> {
+    let started = Instant::now();
+    loop {
+        if tokio::net::TcpStream::connect(("127.0.0.1", port))
+            .await
+            .is_ok()
+        {
+            return Ok(());
+        }
+        anyhow::ensure!(
+            started.elapsed() < START_TIME_MAX,
+            "no broker listening on 127.0.0.1:{port} after {START_TIME_MAX:?}"
+        );
+        tokio::time::sleep(Duration::from_millis(200)).await;
+    }
+}
+
+/// Runs the producer/consumer job against `cluster` with Kafka's own client.
+pub async fn run_job(
+    script: &Path,
+    cluster: &Cluster,
+    messages: u64,
+    producers: usize,
+    consumers: usize,
+    size: usize,
+) -> anyhow::Result<JobResult> {
+    let args: Vec<String> = vec![
+        "job".into(),
+        cluster.broker.name().into(),
+        cluster.bootstrap.clone(),
+        messages.to_string(),
+        producers.to_string(),
+        consumers.to_string(),
+        size.to_string(),
+    ];
+    let script: PathBuf = script.to_path_buf();
+    let output = tokio::task::spawn_blocking(move || {
+        Command::new("bash")
+            .arg(&script)
+            .args(&args)
+            .stdin(Stdio::null())
+            .output()
+    })
+    .await??;
+    anyhow::ensure!(
+        output.status.success(),
+        "the {} job failed: {}",
+        cluster.broker.name(),
+        String::from_utf8_lossy(&output.stderr)
+    );
+    let stdout = String::from_utf8_lossy(&output.stdout);
+    let line = stdout
+        .lines()
+        .rev()
+        .find(|l| l.starts_with('{'))
+        .ok_or_else(|| {
+            anyhow::anyhow!(
+                "the {} job printed no result: {stdout}",
+                cluster.broker.name()
+            )
+        })?;
+    Ok(serde_json::from_str(line)?)
+}
