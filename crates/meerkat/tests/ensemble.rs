@@ -143,6 +143,7 @@ macro_rules! against_both {
 
 against_both!(
     leader_kill,
+    minority_releases_clients,
     leader_pause,
     follower_catch_up,
     leader_partition,
@@ -422,6 +423,85 @@ async fn leader_kill(flavor: Flavor) -> Result<()> {
         workload.stop().await;
         let writes = f.ok_writes_between(kill_ns, u64::MAX);
         ensure!(writes > 0, "no write succeeded after the kill");
+        f.converge_and_compare(&KEYS).await?;
+        f.check_history()
+    }
+    .await;
+    fixture.finish(result).await
+}
+
+/// 3 servers: SIGKILL the leader and one follower. The survivor has no quorum: a client pinned
+/// to it must be let go (meerkat: after holding it for `failoverHoldMs`, one tickTime by
+/// default; ZooKeeper: at once), so that it can move to the majority side. Once the two are
+/// back, the pinned client carries on with its session, and no acknowledged write is missing
+/// anywhere (the recorded history stays linearizable).
+async fn minority_releases_clients(flavor: Flavor) -> Result<()> {
+    let fixture = Fixture::start(flavor, Options::new(3)).await?;
+    let result = async {
+        let f = &fixture;
+        f.create_registers(&KEYS).await?;
+        let workload = f.workload();
+        tokio::time::sleep(Duration::from_secs(1)).await;
+        let leader = f.ensemble.leader().await?;
+        let followers: Vec<u32> = f
+            .ensemble
+            .sids()
+            .into_iter()
+            .filter(|&s| s != leader)
+            .collect();
+        let (gone, stay) = (followers[0], followers[1]);
+        let config = ClientConfig::default().with_session_timeout(Duration::from_secs(30));
+        let pinned = Client::connect(&f.ensemble.client_address(stay).to_string(), config).await?;
+        let session = pinned.session_id();
+        let mut events = pinned.session_events();
+        f.ensemble.signal(leader, Signal::Kill)?;
+        f.ensemble.signal(gone, Signal::Kill)?;
+        let killed = Instant::now();
+        f.note(&format!(
+            "SIGKILL leader {leader} and follower {gone}; {stay} left alone"
+        ));
+        let released = tokio::time::timeout(Duration::from_secs(20), async {
+            loop {
+                match events.recv().await {
+                    Ok(SessionState::Disconnected) => return Ok(()),
+                    Ok(_) | Err(tokio::sync::broadcast::error::RecvError::Lagged(_)) => {}
+                    Err(e) => return Err(e),
+                }
+            }
+        })
+        .await;
+        ensure!(
+            matches!(released, Ok(Ok(()))),
+            "the client of the member left in a minority was never let go: {released:?}"
+        );
+        f.note(&format!(
+            "the minority member let its client go {} ms after the kills",
+            killed.elapsed().as_millis()
+        ));
+        for sid in [leader, gone] {
+            f.ensemble.restart(sid)?;
+        }
+        for sid in [leader, gone] {
+            f.ensemble.wait_serving(sid).await?;
+        }
+        ensure!(
+            pinned.wait_for_state(Duration::from_secs(30)).await == SessionState::Connected,
+            "the pinned client did not get back"
+        );
+        ensure!(
+            pinned.session_id() == session,
+            "the pinned client lost its session"
+        );
+        pinned
+            .create(
+                "/minority-after",
+                b"",
+                &acl::open_unsafe(),
+                CreateMode::Persistent,
+            )
+            .await?;
+        pinned.close().await;
+        workload.stop().await;
         f.converge_and_compare(&KEYS).await?;
         f.check_history()
     }
