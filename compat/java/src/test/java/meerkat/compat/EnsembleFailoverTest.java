@@ -124,6 +124,8 @@ class EnsembleFailoverTest {
         final List<Integer> clientPorts = new ArrayList<>();
         final List<Process> processes = new ArrayList<>();
         final List<Path> logs = new ArrayList<>();
+        final List<List<String>> commands = new ArrayList<>();
+        final List<Path> dirs = new ArrayList<>();
 
         static Ensemble start(Flavor flavor) throws IOException {
             return start(flavor, "");
@@ -181,27 +183,46 @@ class EnsembleFailoverTest {
                 cmd.add(cfgFile.toString());
                 Path log = data.resolve("server.log");
                 logs.add(log);
+                commands.add(cmd);
+                dirs.add(data);
                 processes.add(new ProcessBuilder(cmd).directory(data.toFile()).redirectErrorStream(true)
                         .redirectOutput(log.toFile()).start());
             }
         }
 
         private void awaitServing() throws IOException {
-            long deadline = System.currentTimeMillis() + 60_000;
             for (int i = 0; i < SERVERS; i++) {
-                while (true) {
-                    if (!processes.get(i).isAlive()) {
-                        throw new IOException("server " + (i + 1) + " exited; log:\n" + tail(i));
-                    }
-                    String srvr = FourLetterWords.sendQuietly(clientPorts.get(i), "srvr");
-                    if (srvr.contains("Mode: leader") || srvr.contains("Mode: follower")) {
-                        break;
-                    }
-                    if (System.currentTimeMillis() > deadline) {
-                        throw new IOException("server " + (i + 1) + " did not serve within 60 s; log:\n" + tail(i));
-                    }
-                    ServerProcess.sleep(100);
+                awaitServing(i);
+            }
+        }
+
+        /** SIGTERM, as an init system stops a server for a planned restart. */
+        void stop(int i) throws InterruptedException {
+            processes.get(i).destroy();
+            processes.get(i).waitFor(30, TimeUnit.SECONDS);
+        }
+
+        /** Starts member `i` again with its data dir, zoo.cfg and log (appended). */
+        void restart(int i) throws IOException {
+            processes.set(i, new ProcessBuilder(commands.get(i)).directory(dirs.get(i).toFile())
+                    .redirectErrorStream(true)
+                    .redirectOutput(ProcessBuilder.Redirect.appendTo(logs.get(i).toFile())).start());
+        }
+
+        void awaitServing(int i) throws IOException {
+            long deadline = System.currentTimeMillis() + 60_000;
+            while (true) {
+                if (!processes.get(i).isAlive()) {
+                    throw new IOException("server " + (i + 1) + " exited; log:\n" + tail(i));
                 }
+                String srvr = FourLetterWords.sendQuietly(clientPorts.get(i), "srvr");
+                if (srvr.contains("Mode: leader") || srvr.contains("Mode: follower")) {
+                    return;
+                }
+                if (System.currentTimeMillis() > deadline) {
+                    throw new IOException("server " + (i + 1) + " did not serve within 60 s; log:\n" + tail(i));
+                }
+                ServerProcess.sleep(100);
             }
         }
 

@@ -68,6 +68,11 @@ class LeaderFailoverTest {
         final AtomicBoolean stop = new AtomicBoolean();
         final AtomicInteger disconnects = new AtomicInteger();
         final AtomicInteger failures = new AtomicInteger();
+        /** When each Disconnected/Expired event and each failed operation happened (nanoTime). */
+        final List<Long> disconnectTimes = java.util.Collections.synchronizedList(new ArrayList<>());
+        final List<Long> failureTimes = java.util.Collections.synchronizedList(new ArrayList<>());
+        /** When each write succeeded (nanoTime), for gaps inside a window. */
+        final List<Long> successTimes = java.util.Collections.synchronizedList(new ArrayList<>());
         final AtomicLong writes = new AtomicLong();
         final AtomicLong lastSuccessNanos = new AtomicLong();
         final AtomicLong longestGapNanos = new AtomicLong();
@@ -87,6 +92,7 @@ class LeaderFailoverTest {
                 } else if (e.getState() == Watcher.Event.KeeperState.Disconnected
                         || e.getState() == Watcher.Event.KeeperState.Expired) {
                     disconnects.incrementAndGet();
+                    disconnectTimes.add(System.nanoTime());
                 }
             });
             assertTrue(connected.await(30, TimeUnit.SECONDS), "connected to " + port);
@@ -102,6 +108,7 @@ class LeaderFailoverTest {
                 try {
                     zk.setData(path, data, -1);
                     long now = System.nanoTime();
+                    successTimes.add(now);
                     long previous = lastSuccessNanos.getAndSet(now);
                     if (previous >= gapsFromNanos) {
                         if (now - previous > longestGapNanos.get()) {
@@ -112,6 +119,7 @@ class LeaderFailoverTest {
                     }
                 } catch (Exception e) {
                     failures.incrementAndGet();
+                    failureTimes.add(System.nanoTime());
                     ServerProcess.sleep(10);
                 }
             }
