@@ -101,6 +101,10 @@ fn run_server(path: Option<PathBuf>, diskless: bool) -> anyhow::Result<()> {
                 std::process::exit(1);
             }
         };
+        // SIGTERM is how init systems and `meerkat ensemble down` stop a server: say so in the
+        // log, as for Ctrl-C, instead of vanishing without a line.
+        let mut terminate =
+            tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate())?;
         tokio::select! {
             result = running.wait() => {
                 if let Err(e) = result {
@@ -109,6 +113,7 @@ fn run_server(path: Option<PathBuf>, diskless: bool) -> anyhow::Result<()> {
                 }
             }
             _ = tokio::signal::ctrl_c() => tracing::info!("interrupted; shutting down"),
+            _ = terminate.recv() => tracing::info!("terminated (SIGTERM); shutting down"),
         }
         Ok(())
     })
