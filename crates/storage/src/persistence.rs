@@ -597,6 +597,7 @@ impl Persistence {
         let generation = self.generation + 1;
         let loaded =
             snapshot_file::save_bytes(self.fs.as_ref(), &self.options.layout, bytes, generation)?;
+        self.remove_snapshots_after(loaded.header.zxid)?;
         match &mut self.wal {
             Some(wal) => wal.reset(loaded.header.zxid, generation)?,
             // Diskless: the leader's state replaces ours; an older checkpoint no longer
@@ -613,6 +614,44 @@ impl Persistence {
         self.since_snapshot = 0;
         self.log_was_cut(loaded.header.zxid);
         Ok(loaded.tree)
+    }
+
+    /// Removes (durably) every snapshot of a later zxid than `zxid`. A leader may sync a
+    /// learner with a snapshot older than one the learner took itself (then streams the rest):
+    /// the learner's newer snapshot is of the log generation the leader's replaced, and
+    /// recovery, which loads the newest snapshot, would find the new generation's log
+    /// continuing a snapshot it did not load. Crash-safe: until the removal, recovery loads
+    /// the old generation whole; after it, the new snapshot.
+    fn remove_snapshots_after(&mut self, zxid: i64) -> Result<()> {
+        #[cfg(feature = "planted-bugs")]
+        if self.planted_bug == Some(crate::planted::StorageBug::KeepSupersededSnapshots) {
+            return Ok(());
+        }
+        let dir = &self.options.layout.snap_dir;
+        let names = self
+            .fs
+            .list(dir)
+            .map_err(StorageError::io("list snapshots", dir))?;
+        let mut removed = false;
+        for name in names {
+            let Some(at) = crate::layout::parse_snap_name(&name) else {
+                continue;
+            };
+            if at > zxid {
+                let path = self.options.layout.snap_path(at);
+                tracing::info!(path = %path.display(), "removing a snapshot the leader's snapshot supersedes");
+                self.fs
+                    .remove(&path)
+                    .map_err(StorageError::io("remove superseded snapshot", &path))?;
+                removed = true;
+            }
+        }
+        if removed {
+            self.fs
+                .sync_dir(dir)
+                .map_err(StorageError::io("sync snapshot directory", dir))?;
+        }
+        Ok(())
     }
 
     pub fn epochs(&self) -> Result<crate::epoch::Epochs> {

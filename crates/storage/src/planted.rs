@@ -11,13 +11,18 @@ pub enum StorageBug {
     /// The owner of the durability reports is not told when TRUNC or a leader's snapshot
     /// cuts the log back, so a report still unread names entries the log no longer holds.
     StaleDurableAfterTruncate,
+    /// A leader's snapshot older than one the learner took itself leaves the learner's newer
+    /// snapshot in place: after a crash, recovery loads it and refuses the new log generation
+    /// (found by the 100,000-seed soak).
+    KeepSupersededSnapshots,
 }
 
 impl StorageBug {
-    pub const ALL: [StorageBug; 3] = [
+    pub const ALL: [StorageBug; 4] = [
         StorageBug::DurableBeforeFsync,
         StorageBug::KeepCheckpointAfterAck,
         StorageBug::StaleDurableAfterTruncate,
+        StorageBug::KeepSupersededSnapshots,
     ];
 
     pub fn name(self) -> &'static str {
@@ -25,6 +30,7 @@ impl StorageBug {
             StorageBug::DurableBeforeFsync => "durable-before-fsync",
             StorageBug::KeepCheckpointAfterAck => "keep-checkpoint-after-ack",
             StorageBug::StaleDurableAfterTruncate => "stale-durable-after-truncate",
+            StorageBug::KeepSupersededSnapshots => "keep-superseded-snapshots",
         }
     }
 

@@ -147,6 +147,36 @@ fn a_leaders_snapshot_replaces_state_and_log() {
     assert!(dump(&r.tree) == dump(&reference(&txns, 150)));
 }
 
+/// Found by the cluster simulator (seed 1077994 of the 100,000-seed soak): a leader may sync a
+/// learner with a snapshot older than one the learner took itself, then stream what follows.
+/// The learner's own newer snapshot belongs to the log generation the install replaced; had it
+/// stayed, recovery would load it (the newest) and find the new generation's log continuing a
+/// snapshot it did not load, and refuse to start.
+#[test]
+fn a_leaders_snapshot_older_than_the_learners_own_still_recovers() {
+    let txns = workload(150, 31);
+    let fs = FaultyFs::new();
+    let (mut p, _, durable) = open(&fs, Replay::Collect);
+    append_all(&mut p, &durable, &txns[..120]);
+    // The learner's busy snapshot of the same history at 120 (generation 0).
+    let own = reference(&txns, 120);
+    let stamp = storage::snapshot_file::Stamp {
+        created_ms: 1,
+        generation: 0,
+        label: 0,
+    };
+    storage::snapshot_file::write(&fs, &layout(), &own.freeze(), stamp).expect("own snapshot");
+    // The leader sends its snapshot at 100 and then streams 101..150.
+    let bytes = Persistence::snapshot_bytes(&reference(&txns, 100));
+    p.replace_with_snapshot(&bytes).expect("install");
+    append_all(&mut p, &durable, &txns[100..150]);
+    p.close();
+    let r = recover_with(&fs.crash_image(Tear::None), &layout(), Replay::ApplyAll)
+        .expect("a learner synced by an older snapshot recovers");
+    assert_eq!(r.last_zxid, 150);
+    assert!(dump(&r.tree) == dump(&reference(&txns, 150)));
+}
+
 #[test]
 fn epochs_are_kept_across_restarts() {
     let fs = FaultyFs::new();
