@@ -44,7 +44,6 @@ diskless_not_applicable() {
         newleader-before-durable) echo "diskless NEWLEADER ACK needs memory only, by design" ;;
         skip-truncate) echo "no log to truncate; a whole checkpoint's kept tail can only be re-proposed by a later epoch, a valid order" ;;
         durable-before-fsync) echo "no log, so no fsync to report before" ;;
-        keep-work-of-lost-members) echo "a diskless leader's pipeline drains in network time, so a lost member's requests are hardly ever still in its backlog when it rejoins (none in 5,000 seeds); durable mode catches it" ;;
         stale-durable-after-truncate) echo "a diskless report is made at the append, from memory: it never names what the cut removed" ;;
         *) return 1 ;;
     esac

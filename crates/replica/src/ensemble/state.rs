@@ -158,6 +158,15 @@ impl Ensemble {
         self.backlog.len()
     }
 
+    /// Leader: whether work `peer` forwarded waits in the backlog (for the simulator, which
+    /// breaks a member's link at exactly that moment).
+    pub fn backlog_holds_work_of(&self, peer: Sid) -> bool {
+        self.backlog.iter().any(|work| match work {
+            Work::Client { origin, .. } | Work::CreateSession { origin, .. } => *origin == peer,
+            Work::Expire { .. } | Work::DeleteContainer { .. } => false,
+        })
+    }
+
     pub fn me(&self) -> Sid {
         self.me
     }

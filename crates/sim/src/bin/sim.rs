@@ -350,7 +350,8 @@ fn run_cluster_seeds(args: &Args, seeds: &[u64]) -> ExitCode {
                     }
                     let bug = args.bug.as_ref().map(|b| format!(" --bug {b}"));
                     println!(
-                        "  reproduce: scripts/sim.sh --cluster --seed {seed}{}",
+                        "  reproduce: scripts/sim.sh --cluster{} --seed {seed}{}",
+                        if args.diskless { " --diskless" } else { "" },
                         bug.unwrap_or_default()
                     );
                 }

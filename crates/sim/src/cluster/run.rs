@@ -44,6 +44,7 @@ pub fn run_cluster(opts: ClusterOptions) -> ClusterReport {
     w.schedule_fault();
     w.run_until(fault_phase_ms);
     liveness_phase(&mut w);
+    w.check_executed_once();
     w.checker.finish(&[]);
     let mut failures = std::mem::take(&mut w.failures);
     failures.extend(w.checker.failures.iter().cloned());
