@@ -167,6 +167,13 @@ pub enum Event {
     ResetLink {
         tries: u32,
     },
+    /// A crash soon after a learner installed its leader's snapshot: recovery must work from
+    /// whatever that install left on disk (the snapshot, the log generation it starts, and
+    /// any older files of this server's own).
+    CrashAfterInstall {
+        node: Sid,
+        incarnation: u64,
+    },
 }
 
 struct Scheduled {
@@ -464,6 +471,13 @@ impl ClusterWorld {
             Event::Resume { node } => self.resume(node),
             Event::Heal => self.net.heal(),
             Event::ResetLink { tries } => self.on_reset_link(tries),
+            Event::CrashAfterInstall { node, incarnation } => {
+                if self.nemesis_on && self.node(node).incarnation == incarnation {
+                    self.crash(node);
+                    let at = self.now + self.rng.range(20, 1_500);
+                    self.schedule(at, Event::Restart { node });
+                }
+            }
         }
     }
 
@@ -646,6 +660,17 @@ impl ClusterWorld {
                 _ => {}
             },
             Observation::Installed { zxid, digest } => {
+                if self.nemesis_on && self.rng.chance(0.25) {
+                    let incarnation = self.node(sid).incarnation;
+                    let at = self.now + self.rng.range(1, 60);
+                    self.schedule(
+                        at,
+                        Event::CrashAfterInstall {
+                            node: sid,
+                            incarnation,
+                        },
+                    );
+                }
                 self.checker.start_window(sid, zxid);
                 let prefix = self
                     .checker
@@ -1266,6 +1291,16 @@ impl ClusterWorld {
             return;
         }
         self.schedule_fault();
+        if !self.opts.diskless && self.rng.chance(0.05) {
+            // Every server loses power at once: fsynced state survives, and each boots with
+            // what it knew was committed, behind what its log holds.
+            for sid in self.sids() {
+                self.crash(sid);
+                let at = self.now + self.rng.range(20, 1_500);
+                self.schedule(at, Event::Restart { node: sid });
+            }
+            return;
+        }
         if self.opts.diskless && self.rng.chance(0.1) {
             // Every server loses power at once: what came after the last snapshots may go.
             self.durability.power_loss_at.get_or_insert(self.now);
