@@ -94,7 +94,10 @@ fn run_server(path: Option<PathBuf>, diskless: bool) -> anyhow::Result<()> {
         .enable_all()
         .build()?;
     runtime.block_on(async {
-        let running = match server::start(config).await {
+        let hand_over_within = std::time::Duration::from_millis(
+            server::limits::hand_over_within_ms(config.tick_time_ms),
+        );
+        let mut running = match server::start(config).await {
             Ok(running) => running,
             Err(e) => {
                 tracing::error!("cannot start: {e}");
@@ -105,15 +108,30 @@ fn run_server(path: Option<PathBuf>, diskless: bool) -> anyhow::Result<()> {
         // log, as for Ctrl-C, instead of vanishing without a line.
         let mut terminate =
             tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate())?;
-        tokio::select! {
+        let terminated = tokio::select! {
             result = running.wait() => {
                 if let Err(e) = result {
                     tracing::error!("server stopped: {e}");
                     std::process::exit(1);
                 }
+                false
             }
-            _ = tokio::signal::ctrl_c() => tracing::info!("interrupted; shutting down"),
-            _ = terminate.recv() => tracing::info!("terminated (SIGTERM); shutting down"),
+            _ = tokio::signal::ctrl_c() => {
+                tracing::info!("interrupted; shutting down");
+                false
+            }
+            _ = terminate.recv() => true,
+        };
+        if terminated {
+            // A planned stop: a leader first hands over to its most up-to-date follower, so
+            // the ensemble needs no election timeout (docs/ensemble.md).
+            match running.hand_over_leadership(hand_over_within).await {
+                Ok(successor) => tracing::info!(
+                    successor,
+                    "terminated (SIGTERM); handed leadership over, shutting down"
+                ),
+                Err(why) => tracing::info!(%why, "terminated (SIGTERM); shutting down"),
+            }
         }
         Ok(())
     })

@@ -143,6 +143,7 @@ macro_rules! against_both {
 
 against_both!(
     leader_kill,
+    leader_term,
     minority_releases_clients,
     leader_pause,
     follower_catch_up,
@@ -423,6 +424,58 @@ async fn leader_kill(flavor: Flavor) -> Result<()> {
         workload.stop().await;
         let writes = f.ok_writes_between(kill_ns, u64::MAX);
         ensure!(writes > 0, "no write succeeded after the kill");
+        f.converge_and_compare(&KEYS).await?;
+        f.check_history()
+    }
+    .await;
+    fixture.finish(result).await
+}
+
+/// 3 servers: SIGTERM the leader under load (a planned stop). meerkat's leader first hands
+/// leadership over to its most up-to-date follower (docs/ensemble.md): its log says so and
+/// names the successor, which is the next leader. ZooKeeper's leader just stops. Either way
+/// writes go on and the history stays linearizable.
+async fn leader_term(flavor: Flavor) -> Result<()> {
+    let meerkat = matches!(flavor, Flavor::Meerkat { .. });
+    let fixture = Fixture::start(flavor, Options::new(3)).await?;
+    let result = async {
+        let f = &fixture;
+        f.create_registers(&KEYS).await?;
+        let workload = f.workload();
+        tokio::time::sleep(Duration::from_secs(1)).await;
+        let leader = f.ensemble.leader().await?;
+        let term_ns = f.history.now_ns();
+        let stopping = Instant::now();
+        f.ensemble.signal(leader, Signal::Term)?;
+        f.note(&format!(
+            "SIGTERM leader {leader}: exited after {} ms",
+            stopping.elapsed().as_millis()
+        ));
+        let after = f.first_write_after(term_ns).await?;
+        let new_leader = f.ensemble.wait_leader(&[leader]).await?;
+        f.note(&format!(
+            "new leader {new_leader}; first write committed {} ms after the SIGTERM",
+            after.as_millis()
+        ));
+        if meerkat {
+            let log = f.ensemble.log_since_last_start(leader);
+            let line = log
+                .lines()
+                .find(|l| l.contains("handed leadership over, shutting down"))
+                .ok_or_else(|| anyhow::anyhow!("the leader did not hand over:\n{log}"))?;
+            ensure!(
+                line.contains(&format!("successor={new_leader}")),
+                "the leader named another successor than the one that leads: {line}"
+            );
+        }
+        f.ensemble.restart(leader)?;
+        f.ensemble.wait_serving(leader).await?;
+        tokio::time::sleep(Duration::from_millis(500)).await;
+        workload.stop().await;
+        ensure!(
+            f.ok_writes_between(term_ns, u64::MAX) > 0,
+            "no write succeeded after the SIGTERM"
+        );
         f.converge_and_compare(&KEYS).await?;
         f.check_history()
     }

@@ -261,6 +261,13 @@ fn sync_and_broadcast_examples() -> Vec<Message> {
             committed: Zxid::new(7, 3),
         },
         Message::Ping,
+        Message::Abdicate {
+            successor: Vote {
+                leader: 2,
+                zxid: Zxid::new(7, 12),
+                epoch: 7,
+            },
+        },
     ];
     for (counter, body) in (1..).zip(transaction_bodies()) {
         let digest = (counter % 2 == 0).then_some(0xdead_beef_u64 * counter as u64);
@@ -359,7 +366,7 @@ fn the_examples_cover_every_tag() {
     let kinds: std::collections::BTreeSet<_> = examples().iter().map(kind).collect();
     let tags: std::collections::BTreeSet<_> = (0..=u8::MAX).filter_map(tag::name).collect();
     assert_eq!(kinds, tags);
-    assert_eq!(tags.len(), 22);
+    assert_eq!(tags.len(), 23);
 }
 
 #[test]
@@ -380,6 +387,16 @@ fn golden_frames() {
     let zab = |m| encode(&PeerMessage::Zab(m));
     let host = |m| encode(&PeerMessage::Host(m));
     assert_eq!(zab(Message::Ping), [1, 0x0e]);
+    assert_eq!(
+        zab(Message::Abdicate {
+            successor: Vote {
+                leader: 2,
+                zxid: Zxid::new(1, 3),
+                epoch: 1,
+            },
+        }),
+        [1, 0x0f, 0, 0, 0, 0, 0, 0, 0, 2, 0, 0, 0, 1, 0, 0, 0, 3, 0, 0, 0, 1]
+    );
     assert_eq!(
         zab(Message::Commit {
             zxid: Zxid::new(1, 2)

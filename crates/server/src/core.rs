@@ -53,6 +53,12 @@ pub enum CoreMsg {
         peer: SocketAddr,
         reply: tokio::sync::oneshot::Sender<String>,
     },
+    /// Hand leadership over (SIGTERM on the leader, or the operator's command): answered with
+    /// the successor once it is taking over, or with why not.
+    HandOver {
+        within_ms: u64,
+        reply: tokio::sync::oneshot::Sender<Result<zab::Sid, String>>,
+    },
 }
 
 /// The replica as this server runs it: over the real data dir.
@@ -72,6 +78,8 @@ pub struct Core {
     clock: Instant,
     /// Outputs being executed (kept to reuse the allocation).
     outputs: Vec<Output>,
+    /// Who waits for the hand-over under way.
+    hand_over_reply: Option<tokio::sync::oneshot::Sender<Result<zab::Sid, String>>>,
 }
 
 pub(crate) fn wall_ms() -> i64 {
@@ -97,6 +105,7 @@ impl Core {
             transport: None,
             clock,
             outputs: Vec::new(),
+            hand_over_reply: None,
         }
     }
 
@@ -195,6 +204,18 @@ impl Core {
             } => {
                 let _ = reply.send(crate::four_letter::run(self, &command, peer));
             }
+            CoreMsg::HandOver { within_ms, reply } => {
+                if self.hand_over_reply.is_some() {
+                    let _ = reply.send(Err("a hand-over is already under way".into()));
+                } else {
+                    match self.replica.transfer_leadership(now, within_ms) {
+                        Ok(_) => self.hand_over_reply = Some(reply),
+                        Err(e) => {
+                            let _ = reply.send(Err(e.to_string()));
+                        }
+                    }
+                }
+            }
         }
         self.execute();
     }
@@ -246,6 +267,23 @@ impl Core {
             self.execute_one(output);
         }
         self.outputs = outputs;
+        self.answer_hand_over();
+    }
+
+    /// Tells whoever asked for the hand-over under way how it ended, once it has.
+    fn answer_hand_over(&mut self) {
+        use replica::ensemble::hand_over::HandOver;
+        if self.hand_over_reply.is_none() {
+            return;
+        }
+        let outcome = match self.replica.hand_over() {
+            HandOver::Underway { .. } => return,
+            HandOver::Done { successor } => Ok(successor),
+            HandOver::Idle => Err("the hand-over was abandoned (see the log)".to_string()),
+        };
+        if let Some(reply) = self.hand_over_reply.take() {
+            let _ = reply.send(outcome);
+        }
     }
 
     fn execute_one(&mut self, output: Output) {

@@ -46,6 +46,7 @@ pub struct RunningServer {
     pub admin_address: Option<SocketAddr>,
     core_task: tokio::task::JoinHandle<Result<(), String>>,
     accept_tasks: Vec<tokio::task::JoinHandle<()>>,
+    core_tx: mpsc::Sender<CoreMsg>,
 }
 
 impl RunningServer {
@@ -64,11 +65,28 @@ impl RunningServer {
         let _ = self.core_task.await;
     }
 
+    /// If this server leads an ensemble, hands leadership over to its most up-to-date
+    /// follower (docs/ensemble.md, "Leadership hand-over") and returns the successor once it is
+    /// taking over; otherwise, or when the hand-over cannot complete within `within`, why not.
+    pub async fn hand_over_leadership(&self, within: std::time::Duration) -> Result<u64, String> {
+        let (reply, answer) = tokio::sync::oneshot::channel();
+        let msg = CoreMsg::HandOver {
+            within_ms: within.as_millis() as u64,
+            reply,
+        };
+        self.core_tx
+            .send(msg)
+            .await
+            .map_err(|_| "the server core has stopped".to_string())?;
+        answer
+            .await
+            .map_err(|_| "the server core has stopped".to_string())?
+    }
+
     /// Runs until the server stops. It stops by itself only on a fatal error (the log cannot
     /// be written), which is returned.
-    pub async fn wait(self) -> Result<(), String> {
-        let result = self
-            .core_task
+    pub async fn wait(&mut self) -> Result<(), String> {
+        let result = (&mut self.core_task)
             .await
             .unwrap_or_else(|e| Err(format!("server core ended: {e}")));
         self.accept_tasks.iter().for_each(|t| t.abort());
@@ -388,6 +406,7 @@ pub async fn start(config: ServerConfig) -> Result<RunningServer, StartError> {
         admin_address,
         core_task,
         accept_tasks,
+        core_tx: shared.core_tx.clone(),
     })
 }
 

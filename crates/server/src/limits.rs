@@ -36,3 +36,10 @@ pub const HTTP_CONNECTIONS_MAX: usize = 64;
 
 /// An HTTP client must send its request head within this.
 pub const HTTP_HEADER_READ_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(30);
+
+/// How long a leadership hand-over may take before it is abandoned: two ticks (the
+/// successor needs one round trip and an fsync), at least 200 ms and at most 5 s, so that a
+/// SIGTERM never waits long for it.
+pub fn hand_over_within_ms(tick_time_ms: u32) -> u64 {
+    (u64::from(tick_time_ms) * 2).clamp(200, 5_000)
+}

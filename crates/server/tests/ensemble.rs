@@ -43,6 +43,8 @@ struct Ensemble {
     lines: String,
     /// More zoo.cfg lines for every member.
     extra: String,
+    /// Each member's AdminServer port, when they have one.
+    admin_ports: Vec<u16>,
 }
 
 impl Ensemble {
@@ -75,6 +77,7 @@ impl Ensemble {
             client_ports,
             lines,
             extra: String::new(),
+            admin_ports: Vec::new(),
         }
     }
 
@@ -86,8 +89,14 @@ impl Ensemble {
 
     fn config(&self, sid: usize) -> ServerConfig {
         let dir = &self.dirs[sid - 1];
+        let admin = match self.admin_ports.get(sid - 1) {
+            Some(port) => format!(
+                "admin.enableServer=true\nadmin.serverAddress=127.0.0.1\nadmin.serverPort={port}\n"
+            ),
+            None => String::new(),
+        };
         let text = format!(
-            "tickTime=100\ninitLimit=20\nsyncLimit=5\ndataDir={}\nclientPort={}\nclientPortAddress=127.0.0.1\npreAllocSize=1024\nmaxSessionTimeout=60000\n4lw.commands.whitelist=*\n{}{}",
+            "tickTime=100\ninitLimit=20\nsyncLimit=5\ndataDir={}\nclientPort={}\nclientPortAddress=127.0.0.1\npreAllocSize=1024\nmaxSessionTimeout=60000\n4lw.commands.whitelist=*\n{}{}{admin}",
             dir.display(),
             self.client_ports[sid - 1],
             self.lines,
@@ -865,6 +874,109 @@ async fn a_sasl_identity_proved_on_a_follower_travels_with_its_forwarded_writes(
         read_after_sync(&mut anonymous, "/bob").await,
         Err(ErrorCode::NoAuth.code())
     );
+    for s in servers.into_iter().flatten() {
+        s.shutdown().await;
+    }
+}
+
+/// An HTTP/1.1 request to an AdminServer; the whole answer (headers and body).
+async fn admin_request(port: u16, method: &str, command: &str) -> String {
+    use tokio::io::{AsyncReadExt, AsyncWriteExt};
+    let mut tcp = tokio::net::TcpStream::connect(("127.0.0.1", port))
+        .await
+        .expect("admin connects");
+    let request = format!(
+        "{method} /commands/{command} HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Length: 0\r\nConnection: close\r\n\r\n"
+    );
+    tcp.write_all(request.as_bytes())
+        .await
+        .expect("request sent");
+    let mut out = Vec::new();
+    tokio::time::timeout(SERVING_WITHIN, tcp.read_to_end(&mut out))
+        .await
+        .expect("admin answers in time")
+        .expect("admin answer read");
+    String::from_utf8_lossy(&out).into_owned()
+}
+
+/// A planned hand-over, asked through the AdminServer (POST only) and through the running
+/// server (as SIGTERM does): the leader names its successor, which leads next; the old leader
+/// follows it; a follower refuses; every member still takes writes and has them all.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_leader_hands_over_to_its_successor_on_request() {
+    let mut ensemble = Ensemble::new(3);
+    ensemble.admin_ports = (0..3).map(|_| free_port()).collect();
+    let servers = ensemble.start_all().await;
+    let mut sessions = Vec::new();
+    for sid in 1..=3 {
+        sessions.push(serving_session(ensemble.address(sid)).await);
+    }
+    let first = leader_of(&ensemble, &[1, 2, 3]).await;
+    let follower = if first == 1 { 2 } else { 1 };
+    let answer = admin_request(
+        ensemble.admin_ports[follower - 1],
+        "POST",
+        "leadership_handover",
+    )
+    .await;
+    assert!(
+        answer.contains("not an established leader"),
+        "a follower refuses: {answer}"
+    );
+    let answer = admin_request(
+        ensemble.admin_ports[first - 1],
+        "GET",
+        "leadership_handover",
+    )
+    .await;
+    assert!(
+        answer.starts_with("HTTP/1.1 405"),
+        "GET changes nothing: {answer}"
+    );
+    assert_eq!(mode(ensemble.address(first)).await, "leader");
+
+    let answer = admin_request(
+        ensemble.admin_ports[first - 1],
+        "POST",
+        "leadership_handover",
+    )
+    .await;
+    assert!(answer.contains("\"error\": null"), "{answer}");
+    let successor: usize = answer
+        .split("\"successor\": ")
+        .nth(1)
+        .and_then(|rest| rest.split(|c: char| !c.is_ascii_digit()).next())
+        .and_then(|n| n.parse().ok())
+        .unwrap_or_else(|| panic!("no successor in {answer}"));
+    assert_ne!(successor, first);
+    assert_eq!(leader_of(&ensemble, &[1, 2, 3]).await, successor);
+    let deadline = Instant::now() + SERVING_WITHIN;
+    while mode(ensemble.address(first)).await != "follower" {
+        assert!(Instant::now() < deadline, "the old leader follows");
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+
+    // And once more through the running server, as SIGTERM asks.
+    let running = servers[successor - 1].as_ref().expect("the successor runs");
+    let next = running
+        .hand_over_leadership(Duration::from_secs(2))
+        .await
+        .expect("the successor hands over too");
+    assert_ne!(next as usize, successor);
+    assert_eq!(leader_of(&ensemble, &[1, 2, 3]).await, next as usize);
+
+    // The sessions were held, not dropped: each still writes, and every member has it all.
+    for (i, conn) in sessions.iter_mut().enumerate() {
+        let path = format!("/after-hand-over-{i}");
+        let xid = conn.send(&create(&path, b"", 0)).await;
+        assert_eq!(conn.reply_to(xid).await.header.err, 0, "member {}", i + 1);
+    }
+    for conn in sessions.iter_mut() {
+        for i in 0..3 {
+            let path = format!("/after-hand-over-{i}");
+            assert_eq!(read_after_sync(conn, &path).await, Ok(Vec::new()));
+        }
+    }
     for s in servers.into_iter().flatten() {
         s.shutdown().await;
     }

@@ -64,6 +64,9 @@ impl World {
 
     pub(crate) fn execute_action(&mut self, sid: Sid, action: Action) {
         match action {
+            Action::Abdicated { successor } => {
+                self.trace.event(self.now, sid, "abdicated", successor, 0);
+            }
             Action::Send { to, msg } => {
                 self.trace.message(self.now, sid, to, &msg);
                 if self.crash_after_sync_ack

@@ -1,6 +1,6 @@
 //! The fault injector of the safety phase: crashes (any server, or the leader), partitions
 //! (halves, a bridge, one-way links), clogged links, process pauses longer than syncLimit,
-//! wiped disks (amnesia) and whole-ensemble power loss. Each fault heals on its own schedule.
+//! wiped disks (amnesia), whole-ensemble power loss and planned leadership hand-overs. Each fault heals on its own schedule.
 
 use crate::options::FaultKind;
 use crate::world::{Event, World};
@@ -131,6 +131,14 @@ impl World {
                 }
             }
             FaultKind::CrashAfterSyncAck => self.crash_after_sync_ack = true,
+            FaultKind::HandOver => {
+                if let Some(sid) = self.leader_now() {
+                    let within = self.config_for(sid).tick_ms * 2;
+                    self.with_zab(sid, |z, now| {
+                        let _ = z.transfer_leadership(now, within);
+                    });
+                }
+            }
             FaultKind::PowerLoss => {
                 for sid in self.all_sids() {
                     self.crash(sid);

@@ -18,9 +18,11 @@ pub enum FaultKind {
     /// Crash the next learner that acknowledges NEWLEADER, before its disk settles
     /// (ZAB.md §9 fault schedule 2).
     CrashAfterSyncAck,
+    /// The leader hands leadership over on purpose (`zab`'s `transfer.rs`).
+    HandOver,
 }
 
-pub const FAULT_KINDS: [FaultKind; 10] = [
+pub const FAULT_KINDS: [FaultKind; 11] = [
     FaultKind::CrashAfterSyncAck,
     FaultKind::Crash,
     FaultKind::CrashLeader,
@@ -31,6 +33,7 @@ pub const FAULT_KINDS: [FaultKind; 10] = [
     FaultKind::Pause,
     FaultKind::Wipe,
     FaultKind::PowerLoss,
+    FaultKind::HandOver,
 ];
 
 #[derive(Debug, Clone)]

@@ -89,6 +89,10 @@ impl Trace {
                     ..
                 } => format!("accepted=e{accepted_epoch} last={last_zxid} recovering={recovering}"),
                 Message::Ping => String::new(),
+                Message::Abdicate { successor } => format!(
+                    "successor=(s{}, {}, e{})",
+                    successor.leader, successor.zxid, successor.epoch
+                ),
             };
             println!("{now:>8} s{from} -> s{to} {} {detail}", msg.kind());
         }

@@ -62,4 +62,8 @@ pub enum Action {
     },
     /// The amnesia rule is lifted: the host may record that its state is whole again.
     RecoveryComplete,
+    /// This leader handed leadership over to `successor` (ABDICATE sent) and is LOOKING.
+    Abdicated {
+        successor: Sid,
+    },
 }

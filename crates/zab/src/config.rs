@@ -32,16 +32,20 @@ pub enum PlantedBug {
     NewleaderBeforeDurable,
     /// A server that lost its acknowledged state votes and counts as if it had not.
     VoteAfterAmnesia,
+    /// A leader handing over names its successor before the successor holds everything it
+    /// proposed.
+    AbdicateBeforeCaughtUp,
 }
 
 #[cfg(feature = "planted-bugs")]
 impl PlantedBug {
-    pub const ALL: [PlantedBug; 5] = [
+    pub const ALL: [PlantedBug; 6] = [
         PlantedBug::AckBeforePersist,
         PlantedBug::CommitWithoutQuorum,
         PlantedBug::SkipTruncate,
         PlantedBug::NewleaderBeforeDurable,
         PlantedBug::VoteAfterAmnesia,
+        PlantedBug::AbdicateBeforeCaughtUp,
     ];
 
     pub fn name(self) -> &'static str {
@@ -51,6 +55,7 @@ impl PlantedBug {
             PlantedBug::SkipTruncate => "skip-truncate",
             PlantedBug::NewleaderBeforeDurable => "newleader-before-durable",
             PlantedBug::VoteAfterAmnesia => "vote-after-amnesia",
+            PlantedBug::AbdicateBeforeCaughtUp => "abdicate-before-caught-up",
         }
     }
 

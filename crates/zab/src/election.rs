@@ -60,10 +60,13 @@ pub struct Election {
     resend_at: Millis,
     resend_interval: Millis,
     pub started_at: Millis,
+    /// The successor a leader's hand-over designated: a round whose quorum agrees on it ends
+    /// without the finalize wait (`transfer.rs`).
+    designated: Option<Sid>,
 }
 
 impl Election {
-    /// Starts a new round with a vote for ourselves.
+    /// Starts a new round with a vote for ourselves, or for a designated successor.
     pub fn start(
         config: &Config,
         previous_round: u64,
@@ -71,7 +74,6 @@ impl Election {
         voter: bool,
         now: Millis,
     ) -> Election {
-        assert_eq!(initial.leader, config.my_id);
         Election {
             round: previous_round + 1,
             vote: initial,
@@ -85,7 +87,14 @@ impl Election {
             resend_at: now + config.notification_interval_min_ms,
             resend_interval: config.notification_interval_min_ms,
             started_at: now,
+            designated: None,
         }
+    }
+
+    /// Marks `successor` as the one a leader's hand-over designated (see `transfer.rs`).
+    pub fn designated(mut self, successor: Option<Sid>) -> Election {
+        self.designated = successor;
+        self
     }
 
     pub fn round(&self) -> u64 {
@@ -135,7 +144,8 @@ impl Election {
                 }
                 step.decision = self
                     .same_round_leader(config, n)
-                    .or_else(|| self.established_leader(config, n));
+                    .or_else(|| self.established_leader(config, n))
+                    .or_else(|| self.designated_leading(config, from, n));
                 if let Some(Decision::Follow { .. }) = step.decision {
                     self.round = self.round.max(n.round);
                 }
@@ -201,6 +211,25 @@ impl Election {
             }
         }
         self.update_finalize(config, now);
+        if self.finalize_at.is_some_and(|at| at <= now) {
+            step.decision = Some(self.decide(config));
+        }
+    }
+
+    /// The round is over: lead if our vote is for ourselves, else follow it.
+    fn decide(&mut self, config: &Config) -> Decision {
+        assert!(
+            self.voter || self.finalize_full_house,
+            "a non-voter finalizes only in a full house"
+        );
+        self.decided_by_full_house = self.finalize_full_house;
+        if self.vote.leader == config.my_id {
+            Decision::Lead
+        } else {
+            Decision::Follow {
+                leader: self.vote.leader,
+            }
+        }
     }
 
     /// In our own round, a leader that our own vote plus the votes of this round name, and
@@ -223,6 +252,17 @@ impl Election {
             .is_some_and(|(_, state, round)| *state == PeerState::Leading && *round == self.round);
         (agree >= config.quorum_size() && leader_says_leading)
             .then_some(Decision::Follow { leader })
+    }
+
+    /// The successor a hand-over designated says it leads: follow it, whatever the rounds (it
+    /// may have decided before our notifications reached it). Following is always safe; its
+    /// discovery and sync decide whether it becomes established.
+    fn designated_leading(&self, config: &Config, from: Sid, n: &Notification) -> Option<Decision> {
+        (self.designated == Some(from)
+            && from != config.my_id
+            && n.state == PeerState::Leading
+            && n.vote.leader == from)
+            .then_some(Decision::Follow { leader: from })
     }
 
     /// Follow a leader that a quorum reports, and that itself says it leads (`checkLeader`).
@@ -283,14 +323,34 @@ impl Election {
                 .chain(self.uncounted.values())
                 .all(|v| *v == self.vote);
         if normal || full_house {
+            // A quorum agreeing on a hand-over's successor need not wait for better votes: the
+            // successor holds everything the ending epoch proposed.
+            let wait = if normal && self.designated_agreed(config) {
+                0
+            } else {
+                config.finalize_wait_ms
+            };
             if self.finalize_at.is_none() || self.finalize_full_house != full_house {
-                self.finalize_at = Some(now + config.finalize_wait_ms);
+                self.finalize_at = Some(now + wait);
                 self.finalize_full_house = full_house;
             }
         } else {
             self.finalize_at = None;
             self.finalize_full_house = false;
         }
+    }
+
+    /// Our vote is for the designated successor, and the successor itself is LOOKING in our
+    /// round (or is us): it will take the FOLLOWERINFO we send once we decide.
+    fn designated_agreed(&self, config: &Config) -> bool {
+        let leader = self.vote.leader;
+        self.designated == Some(leader)
+            && (leader == config.my_id || self.received.get(&leader) == Some(&self.vote))
+    }
+
+    /// The successor a leader's hand-over designated for this round, if any.
+    pub fn designated_successor(&self) -> Option<Sid> {
+        self.designated
     }
 
     fn quorum_agrees_with_own_vote(&self, config: &Config) -> bool {
@@ -307,18 +367,7 @@ impl Election {
         let mut step = ElectionStep::default();
         if let Some(at) = self.finalize_at {
             if now >= at {
-                assert!(
-                    self.voter || self.finalize_full_house,
-                    "a non-voter finalizes only in a full house"
-                );
-                self.decided_by_full_house = self.finalize_full_house;
-                step.decision = Some(if self.vote.leader == config.my_id {
-                    Decision::Lead
-                } else {
-                    Decision::Follow {
-                        leader: self.vote.leader,
-                    }
-                });
+                step.decision = Some(self.decide(config));
                 return step;
             }
         }

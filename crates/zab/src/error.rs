@@ -23,6 +23,19 @@ pub enum ProposeError {
     WrongZxid { expected: Zxid, got: Zxid },
     #[error("zxid counter exhausted in epoch {0}; a new epoch is needed")]
     CounterExhausted(u32),
+    #[error("handing leadership over: no new proposals")]
+    Transferring,
+}
+
+/// Why a leadership hand-over could not start.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum TransferError {
+    #[error("this server is not an established leader")]
+    NotLeader,
+    #[error("a hand-over to server {0} is already under way")]
+    Underway(u64),
+    #[error("no synced voter to hand over to")]
+    NoSuccessor,
 }
 
 /// A replica's tree differs from the leader's after applying a transaction.

@@ -66,9 +66,26 @@ pub(crate) struct LeaderState {
     next_ping: Millis,
     /// Elected by a full house: discovery hears every voter and counts amnesiac ones.
     full_house: bool,
+    /// A hand-over under way: no new proposals until it ends (see `transfer.rs`).
+    pub(crate) transfer: Option<crate::transfer::Transfer>,
 }
 
 impl LeaderState {
+    /// The last zxid proposed, and the last committed.
+    pub(crate) fn proposed_and_committed(&self) -> (Zxid, Zxid) {
+        (self.last_proposed, self.committed)
+    }
+
+    /// Learners told UPTODATE, with what each has acknowledged.
+    pub(crate) fn up_to_date_learners(
+        &self,
+    ) -> impl Iterator<Item = (Sid, &LearnerInfo, Zxid)> + '_ {
+        self.learners
+            .iter()
+            .filter(|(_, h)| h.phase == HandlerPhase::UpToDate)
+            .map(|(sid, h)| (*sid, &h.info, h.acked))
+    }
+
     /// Proposals of this epoch not yet committed.
     fn outstanding(&self, epoch: u32) -> usize {
         if self.last_proposed.epoch() != epoch {
@@ -183,6 +200,7 @@ impl Zab {
             committed: self.history.delivered(),
             next_ping: now,
             full_house,
+            transfer: None,
         };
         state
             .epoch_reports
@@ -547,6 +565,9 @@ impl Zab {
             return None;
         };
         l.established_at?;
+        if l.transfer.is_some() {
+            return None;
+        }
         let epoch = l.epoch?;
         if l.outstanding(epoch) >= self.config.proposals_in_flight_max {
             return None;
@@ -572,6 +593,9 @@ impl Zab {
         let epoch = l.epoch.ok_or(ProposeError::NotLeader)?;
         if l.established_at.is_none() {
             return Err(ProposeError::NotLeader);
+        }
+        if l.transfer.is_some() {
+            return Err(ProposeError::Transferring);
         }
         let outstanding = l.outstanding(epoch);
         if outstanding >= self.config.proposals_in_flight_max {

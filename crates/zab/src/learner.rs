@@ -153,6 +153,9 @@ impl Zab {
                 let leader = self.learner().leader;
                 self.send(leader, Message::Ping);
             }
+            Message::Abdicate { successor } if phase >= LearnerPhase::NewLeaderAcked => {
+                self.learner_on_abdicate(now, successor)
+            }
             other => {
                 let why = format!("unexpected {} in {:?}", other.kind(), phase);
                 self.learner_abort(now, &why);

@@ -24,6 +24,7 @@
 //! * [`election`]: Fast Leader Election.
 //! * [`leader`], [`learner`]: discovery, synchronisation and broadcast per role;
 //!   [`sync_plan`] chooses DIFF/TRUNC/SNAP.
+//! * `transfer`: a leader handing over to its most up-to-date follower (ABDICATE).
 //! * [`history`]: the in-memory log with its durable / delivered marks.
 //! * [`message`], [`action`], [`entry`], [`zxid`], [`config`], [`error`]: the vocabulary.
 
@@ -37,6 +38,7 @@ mod leader;
 mod learner;
 pub mod message;
 pub mod sync_plan;
+mod transfer;
 mod zab;
 pub mod zxid;
 
@@ -45,7 +47,7 @@ pub use action::{Action, Role};
 pub use config::PlantedBug;
 pub use config::{Config, Durability, Millis, Sid};
 pub use entry::{Entry, Image, SharedEntry};
-pub use error::{DigestMismatch, ProposeError, ZabError};
+pub use error::{DigestMismatch, ProposeError, TransferError, ZabError};
 pub use leader::LearnerStatus;
 pub use message::{Message, Notification, PeerState, Vote};
 pub use zab::{Boot, Zab, RETAINED_BYTES_MAX, RETAINED_ENTRIES_MAX};

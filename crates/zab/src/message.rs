@@ -94,6 +94,12 @@ pub enum Message {
         committed: Zxid,
     },
     Ping,
+    /// A leader hands over (see `transfer.rs`): it stopped proposing, everything it proposed
+    /// is committed and `successor` (whose vote this is) holds all of it. Go LOOKING at once
+    /// with this vote.
+    Abdicate {
+        successor: Vote,
+    },
 }
 
 impl Message {
@@ -114,6 +120,7 @@ impl Message {
             Message::Ack { .. } => "ACK",
             Message::UpToDate { .. } => "UPTODATE",
             Message::Ping => "PING",
+            Message::Abdicate { .. } => "ABDICATE",
         }
     }
 }

@@ -78,6 +78,9 @@ pub struct Zab {
     pub(crate) early_learners: BTreeMap<Sid, LearnerInfo>,
     /// Delivered entries after this zxid stay in memory (see [`Zab::retain_after`]).
     pub(crate) retain_after: Option<Zxid>,
+    /// The vote a leader's hand-over designated for our next election (`transfer.rs`), until
+    /// that election decides.
+    pub(crate) successor: Option<Vote>,
 }
 
 /// The most delivered entries [`Zab::retain_after`] keeps; beyond it the oldest go as usual
@@ -122,6 +125,7 @@ impl Zab {
             actions: Vec::new(),
             early_learners: BTreeMap::new(),
             retain_after: None,
+            successor: None,
             config,
         };
         zab.become_looking(now, "boot");
@@ -255,7 +259,10 @@ impl Zab {
             return;
         }
         match &self.role {
-            RoleState::Leading(_) => self.leader_on_message(now, from, msg),
+            RoleState::Leading(_) => {
+                self.leader_on_message(now, from, msg);
+                self.leader_check_transfer(now);
+            }
             RoleState::Learning(l) if l.leader == from => self.learner_on_message(now, msg),
             _ => {}
         }
@@ -267,7 +274,10 @@ impl Zab {
                 let step = e.on_tick(&self.config, now);
                 self.apply_election_step(now, None, step);
             }
-            RoleState::Leading(_) => self.leader_on_tick(now),
+            RoleState::Leading(_) => {
+                self.leader_on_tick(now);
+                self.leader_check_transfer(now);
+            }
             RoleState::Learning(_) => self.learner_on_tick(now),
             RoleState::Halted => {}
         }
@@ -280,6 +290,7 @@ impl Zab {
             RoleState::Leading(_) => {
                 self.leader_check_established(now);
                 self.leader_try_commit(now);
+                self.leader_check_transfer(now);
             }
             RoleState::Learning(_) => self.learner_on_durable(),
             _ => {}
@@ -333,7 +344,12 @@ impl Zab {
 
     // ----- election -----
 
+    /// Our vote at the start of a round: for ourselves, or for the successor a leader's
+    /// hand-over designated (never behind our own state; see `transfer.rs`).
     fn initial_vote(&self) -> Vote {
+        if let Some(successor) = self.successor {
+            return successor;
+        }
         Vote {
             leader: self.config.my_id,
             zxid: self.history.last(),
@@ -346,8 +362,14 @@ impl Zab {
     }
 
     pub(crate) fn become_looking(&mut self, now: Millis, reason: &str) {
-        tracing::debug!(sid = self.config.my_id, reason, "looking");
         self.disconnect_role_peers();
+        self.start_looking(now, reason);
+    }
+
+    /// LOOKING without breaking our role's links: an abdicating leader leaves them to its
+    /// learners, which close them once they have read its ABDICATE (a break now could lose it).
+    pub(crate) fn start_looking(&mut self, now: Millis, reason: &str) {
+        tracing::debug!(sid = self.config.my_id, reason, "looking");
         let previous = self.round();
         self.round = previous;
         let election = Election::start(
@@ -356,7 +378,8 @@ impl Zab {
             self.initial_vote(),
             self.counts_as_voter(),
             now,
-        );
+        )
+        .designated(self.successor.map(|v| v.leader));
         self.role = RoleState::Looking(election);
         self.early_learners.clear();
         self.actions.push(Action::RoleChanged {
@@ -449,6 +472,7 @@ impl Zab {
         let round = e.round();
         let started_at = e.started_at;
         let full_house = e.decided_by_full_house();
+        let designated = e.designated_successor();
         if step.broadcast {
             let peers: Vec<Sid> = self.config.peers().collect();
             for to in peers {
@@ -460,6 +484,7 @@ impl Zab {
         }
         if let Some(decision) = step.decision {
             self.round = round;
+            self.successor = None;
             let elected_after = now.saturating_sub(started_at);
             tracing::debug!(
                 sid = self.config.my_id,
@@ -469,8 +494,20 @@ impl Zab {
                 "decided"
             );
             match decision {
-                Decision::Lead => self.become_leader(now, full_house),
+                Decision::Lead => {
+                    self.become_leader(now, full_house);
+                    if designated == Some(self.config.my_id) {
+                        // A hand-over's voters that missed our LOOKING vote follow at once when
+                        // they hear that we lead (`Election::designated_leading`).
+                        self.broadcast_notification();
+                    }
+                }
                 Decision::Follow { leader } => {
+                    if designated == Some(leader) {
+                        // A hand-over's successor may have missed our vote while it still
+                        // followed the old leader; it decides as soon as it has a quorum's.
+                        self.send(leader, Message::Notification(n));
+                    }
                     let vote_epoch = if n.vote.leader == leader {
                         n.vote.epoch
                     } else {

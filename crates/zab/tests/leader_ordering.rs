@@ -250,3 +250,78 @@ fn retention_stops_at_its_byte_bound() {
         .expect("the newest stay");
     assert_eq!(kept.len(), 10);
 }
+
+#[test]
+fn a_hand_over_abdicates_only_once_the_successor_holds_every_proposal() {
+    let mut z = leader();
+    let zxid = z.next_zxid().unwrap();
+    z.propose(40, noop(zxid), None).unwrap();
+    z.poll_actions();
+    assert_eq!(z.transfer_leadership(41, 1_000), Ok(1));
+    assert_eq!(z.transfer_underway(), Some(1));
+    assert_eq!(z.next_zxid(), None, "no new proposals during a hand-over");
+    assert_eq!(
+        z.propose(41, noop(zxid), None),
+        Err(ProposeError::Transferring)
+    );
+    // The successor has not acknowledged: no ABDICATE yet.
+    z.handle_log_durable(42, zxid);
+    let a = z.poll_actions();
+    assert!(!a.iter().any(|x| matches!(
+        x,
+        Action::Send {
+            msg: Message::Abdicate { .. },
+            ..
+        }
+    )));
+    assert_eq!(z.role(), Role::Leading);
+    // Its ACK commits the proposal; the COMMIT goes out before ABDICATE.
+    z.handle_message(43, 1, Message::Ack { zxid });
+    let a = z.poll_actions();
+    let commit = position(
+        &a,
+        |x| matches!(x, Action::Send { to: 1, msg: Message::Commit { zxid: z } } if *z == zxid),
+    );
+    let abdicate = position(&a, |x| {
+        matches!(
+            x,
+            Action::Send {
+                to: 1,
+                msg: Message::Abdicate { successor }
+            } if *successor == Vote { leader: 1, zxid, epoch: 1 }
+        )
+    });
+    assert!(commit < abdicate);
+    assert!(a.contains(&Action::Abdicated { successor: 1 }));
+    assert_eq!(z.role(), Role::Looking);
+    // The old leader now votes for its successor, not for itself.
+    let own_vote = a.iter().rev().find_map(|x| match x {
+        Action::Send {
+            msg: Message::Notification(n),
+            ..
+        } => Some(n.vote),
+        _ => None,
+    });
+    assert_eq!(own_vote.map(|v| v.leader), Some(1));
+}
+
+#[test]
+fn a_hand_over_the_successor_cannot_complete_is_abandoned_at_its_bound() {
+    let mut z = leader();
+    let zxid = z.next_zxid().unwrap();
+    z.propose(40, noop(zxid), None).unwrap();
+    z.handle_log_durable(40, zxid);
+    z.poll_actions();
+    assert_eq!(z.transfer_leadership(41, 50), Ok(1));
+    z.handle_tick(60);
+    assert_eq!(z.transfer_underway(), Some(1), "still within its bound");
+    z.handle_tick(92);
+    assert_eq!(z.transfer_underway(), None);
+    assert_eq!(z.role(), Role::Leading);
+    assert!(z.next_zxid().is_some(), "proposing again");
+    assert_eq!(
+        z.transfer_leadership(93, 50).map(|_| ()),
+        Ok(()),
+        "a new hand-over may start"
+    );
+}

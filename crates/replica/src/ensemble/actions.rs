@@ -158,6 +158,10 @@ impl<S: Store> Replica<S> {
             Action::RecoveryComplete => {
                 tracing::info!("caught up with the leader: this server's state is whole again")
             }
+            Action::Abdicated { successor } => {
+                tracing::info!(successor, "handed leadership over");
+                ensemble.handed_over_to = Some(successor);
+            }
         }
     }
 

@@ -81,6 +81,8 @@ pub mod tag {
     pub const UP_TO_DATE: u8 = 0x0d;
     /// no fields.
     pub const PING: u8 = 0x0e;
+    /// successor's vote: leader sid i64, zxid i64, epoch i32.
+    pub const ABDICATE: u8 = 0x0f;
 
     /// session_id i64, xid i32, op_type i32, body buffer (never null), auth_ids count i32,
     /// then each id as (scheme ustring, id ustring).
@@ -118,6 +120,7 @@ pub mod tag {
             ACK => "ACK",
             UP_TO_DATE => "UPTODATE",
             PING => "PING",
+            ABDICATE => "ABDICATE",
             FORWARD => "FORWARD",
             CREATE_SESSION => "CREATESESSION",
             TOUCH => "TOUCH",
@@ -202,6 +205,7 @@ fn zab_tag(msg: &Message) -> u8 {
         Message::Ack { .. } => tag::ACK,
         Message::UpToDate { .. } => tag::UP_TO_DATE,
         Message::Ping => tag::PING,
+        Message::Abdicate { .. } => tag::ABDICATE,
     }
 }
 
@@ -252,6 +256,7 @@ fn write_zab_fields(w: &mut Writer, msg: &Message) {
         }
         Message::Proposal(entry) | Message::Inform(entry) => write_entry(w, entry),
         Message::Ping => {}
+        Message::Abdicate { successor } => write_vote(w, successor),
     }
 }
 
@@ -298,15 +303,30 @@ fn decode_zab(tag: u8, r: &mut Reader<'_>) -> Result<Option<Message>, DecodeErro
             committed: read_zxid(r)?,
         },
         tag::PING => Message::Ping,
+        tag::ABDICATE => Message::Abdicate {
+            successor: read_vote(r)?,
+        },
         _ => return Ok(None),
     };
     Ok(Some(msg))
 }
 
+fn write_vote(w: &mut Writer, vote: &Vote) {
+    write_u64(w, vote.leader);
+    write_zxid(w, vote.zxid);
+    write_epoch(w, vote.epoch);
+}
+
+fn read_vote(r: &mut Reader<'_>) -> Result<Vote, DecodeError> {
+    Ok(Vote {
+        leader: read_u64(r)?,
+        zxid: read_zxid(r)?,
+        epoch: read_epoch(r)?,
+    })
+}
+
 fn write_notification(w: &mut Writer, notification: &Notification) {
-    write_u64(w, notification.vote.leader);
-    write_zxid(w, notification.vote.zxid);
-    write_epoch(w, notification.vote.epoch);
+    write_vote(w, &notification.vote);
     write_u64(w, notification.round);
     w.write_i32(peer_state_code(notification.state));
     w.write_bool(notification.voter);
@@ -314,11 +334,7 @@ fn write_notification(w: &mut Writer, notification: &Notification) {
 
 fn read_notification(r: &mut Reader<'_>) -> Result<Notification, DecodeError> {
     Ok(Notification {
-        vote: Vote {
-            leader: read_u64(r)?,
-            zxid: read_zxid(r)?,
-            epoch: read_epoch(r)?,
-        },
+        vote: read_vote(r)?,
         round: read_u64(r)?,
         state: read_peer_state(r)?,
         voter: read_flag(r, "voter flag")?,

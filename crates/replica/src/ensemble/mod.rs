@@ -4,12 +4,14 @@
 //! * [`state`]: the member's state ([`Ensemble`]); [`actions`] executes what Zab asks;
 //!   [`requests`] is the request path (forwarding, sessions, the leader's proposals and
 //!   backlog), and the inputs from peers and timers.
-//! * [`hold`]: what a member does for its clients between losing a leader and having one.
+//! * [`hold`]: what a member does for its clients between losing a leader and having one;
+//!   [`hand_over`]: a leader handing over on purpose.
 //! * [`host_message`]: the non-Zab messages between members (forwarded writes, sessions,
 //!   digests); [`codec`]: the bytes of every peer frame.
 
 mod actions;
 pub mod codec;
+pub mod hand_over;
 mod hold;
 pub mod host_message;
 mod requests;

@@ -125,6 +125,8 @@ pub struct Ensemble {
     pub stats: EnsembleStats,
     /// Messages for peers, in order, until the host takes them with the replica's outputs.
     pub(crate) outbox: Vec<Output>,
+    /// The successor of this server's last completed leadership hand-over.
+    pub(crate) handed_over_to: Option<Sid>,
 }
 
 impl Ensemble {
@@ -150,6 +152,7 @@ impl Ensemble {
             digest_checks: VecDeque::new(),
             stats: EnsembleStats::default(),
             outbox: Vec::new(),
+            handed_over_to: None,
         }
     }
 

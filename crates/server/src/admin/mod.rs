@@ -1,6 +1,7 @@
 //! ZooKeeper's AdminServer: `http://admin.serverAddress:admin.serverPort/commands/<name>`
 //! answers JSON with ZooKeeper 3.9's command names, aliases and field names ([`commands`]);
-//! `/commands` lists them as links, as ZooKeeper's Jetty server does.
+//! `/commands` lists them as links, as ZooKeeper's Jetty server does. One command is
+//! meerkat's own and takes POST: [`hand_over`].
 //!
 //! Off unless `admin.enableServer=true` (ZooKeeper 3.5-3.9 turn it on by default, 3.10 off;
 //! meerkat follows 3.10 so that a server never takes port 8080 unasked). HTTPS with
@@ -9,6 +10,7 @@
 //! HTTPS clients for a certificate the quorum trust store accepts.
 
 pub mod commands;
+pub mod hand_over;
 pub mod text;
 
 use crate::config::{ClientAuth, ServerConfig, TlsSettings};
@@ -44,22 +46,34 @@ pub async fn serve(
 ) {
     let base = config.admin.command_url.trim_end_matches('/').to_string();
     let ctx = Arc::new(commands::Context { shared, config });
-    http::serve(listener, "admin", https, move |path, _query| {
-        let (ctx, base) = (ctx.clone(), base.clone());
-        async move {
-            let Some(rest) = path.strip_prefix(base.as_str()) else {
-                return Reply::not_found();
-            };
-            match rest.trim_start_matches('/') {
-                "" => Reply::new(StatusCode::OK, "text/html; charset=utf-8", index(&base)),
-                name => {
-                    let value = commands::run(name, &ctx).await;
-                    let body = serde_json::to_string_pretty(&value).unwrap_or_default();
-                    Reply::new(StatusCode::OK, "application/json", body)
+    http::serve(
+        listener,
+        "admin",
+        https,
+        move |request: http::HttpRequest| {
+            let (ctx, base) = (ctx.clone(), base.clone());
+            async move {
+                let Some(rest) = request.path.strip_prefix(base.as_str()) else {
+                    return Reply::not_found();
+                };
+                let name = rest.trim_start_matches('/');
+                // State changes take POST only, so that a crawler or a probe never triggers one.
+                let changes_state = name == hand_over::COMMAND;
+                if request.post != changes_state {
+                    return Reply::method_not_allowed();
                 }
+                let value = match name {
+                    "" => {
+                        return Reply::new(StatusCode::OK, "text/html; charset=utf-8", index(&base))
+                    }
+                    hand_over::COMMAND => hand_over::run(&ctx).await,
+                    name => commands::run(name, &ctx).await,
+                };
+                let body = serde_json::to_string_pretty(&value).unwrap_or_default();
+                Reply::new(StatusCode::OK, "application/json", body)
             }
-        }
-    })
+        },
+    )
     .await;
 }
 

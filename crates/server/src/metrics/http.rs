@@ -36,6 +36,14 @@ impl Reply {
             "not found\n".into(),
         )
     }
+
+    pub fn method_not_allowed() -> Self {
+        Self::new(
+            StatusCode::METHOD_NOT_ALLOWED,
+            "text/plain; charset=utf-8",
+            "method not allowed\n".into(),
+        )
+    }
 }
 
 /// Whether a listener speaks HTTPS.
@@ -52,7 +60,7 @@ pub enum Https {
 /// Serves `handler(path, query)` for GET and HEAD until the task is aborted.
 pub async fn serve<H, F>(listener: TcpListener, what: &'static str, https: Https, handler: H)
 where
-    H: Fn(String, Option<String>) -> F + Send + Sync + 'static,
+    H: Fn(HttpRequest) -> F + Send + Sync + 'static,
     F: Future<Output = Reply> + Send + 'static,
 {
     let handler = Arc::new(handler);
@@ -110,10 +118,19 @@ async fn tls_for(
     }
 }
 
+/// What a handler is asked: the method that matters (POST changes state, GET and HEAD only
+/// read), the path and the query.
+#[derive(Debug, Clone)]
+pub struct HttpRequest {
+    pub post: bool,
+    pub path: String,
+    pub query: Option<String>,
+}
+
 async fn serve_stream<S, H, F>(stream: S, what: &'static str, peer: SocketAddr, handler: Arc<H>)
 where
     S: tokio::io::AsyncRead + tokio::io::AsyncWrite + Unpin + Send + 'static,
-    H: Fn(String, Option<String>) -> F + Send + Sync + 'static,
+    H: Fn(HttpRequest) -> F + Send + Sync + 'static,
     F: Future<Output = Reply> + Send + 'static,
 {
     let service =
@@ -135,15 +152,21 @@ async fn answer<H, F>(
     request: hyper::Request<hyper::body::Incoming>,
 ) -> hyper::Response<Full<Bytes>>
 where
-    H: Fn(String, Option<String>) -> F,
+    H: Fn(HttpRequest) -> F,
     F: Future<Output = Reply>,
 {
-    let reply = if request.method() == Method::GET || request.method() == Method::HEAD {
+    let method = request.method();
+    let reply = if method == Method::GET || method == Method::HEAD || method == Method::POST {
+        // A POST's body is not read: the commands that take POST act on their URL alone.
         let uri = request.uri();
-        handler(uri.path().to_string(), uri.query().map(String::from)).await
+        handler(HttpRequest {
+            post: method == Method::POST,
+            path: uri.path().to_string(),
+            query: uri.query().map(String::from),
+        })
+        .await
     } else {
-        // ZooKeeper's Jetty refuses TRACE and its servlets answer GET (and POST for a few
-        // admin commands meerkat does not have).
+        // ZooKeeper's Jetty refuses TRACE and its servlets answer GET and POST.
         Reply::new(
             StatusCode::METHOD_NOT_ALLOWED,
             "text/plain; charset=utf-8",

@@ -44,11 +44,14 @@ pub async fn serve_prometheus(listener: tokio::net::TcpListener, shared: Arc<Sha
         listener,
         "prometheus",
         http::Https::Off,
-        move |path, _query| {
+        move |request: http::HttpRequest| {
             let shared = shared.clone();
             async move {
-                if path != "/metrics" {
+                if request.path != "/metrics" {
                     return http::Reply::not_found();
+                }
+                if request.post {
+                    return http::Reply::method_not_allowed();
                 }
                 match ask(&shared, "mntr").await {
                     Some(mntr) => http::Reply::new(

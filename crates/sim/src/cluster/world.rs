@@ -1311,7 +1311,17 @@ impl ClusterWorld {
             }
             return;
         }
-        match self.rng.below(6) {
+        match self.rng.below(7) {
+            6 => {
+                // A planned hand-over (SIGTERM on the leader, or an operator's command), under
+                // whatever else is going on.
+                if let Some(leader) = self.leader() {
+                    let within = u64::from(self.opts.node.tick_time_ms) * 2;
+                    self.with_replica(leader, |r, now| {
+                        let _ = r.transfer_leadership(now, within);
+                    });
+                }
+            }
             5 => {
                 // A connection reset between the leader and a follower: no partition, so the
                 // follower rejoins the same leader at once, its forwarded writes perhaps still

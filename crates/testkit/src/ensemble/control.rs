@@ -50,7 +50,8 @@ impl Ensemble {
     }
 
     /// Sends `signal` to member `sid`'s process (the pid this ensemble started). After
-    /// [`Signal::Kill`] the process is reaped and the member is down until [`Self::restart`].
+    /// [`Signal::Kill`] and [`Signal::Term`] the process is reaped and the member is down until
+    /// [`Self::restart`].
     pub fn signal(&self, sid: u32, signal: Signal) -> Result<()> {
         let member = self.member(sid);
         let mut child = lock(&member.child);
@@ -60,6 +61,7 @@ impl Ensemble {
         let pid = libc::pid_t::try_from(process.id()).context("pid")?;
         let number = match signal {
             Signal::Kill => libc::SIGKILL,
+            Signal::Term => libc::SIGTERM,
             Signal::Stop => libc::SIGSTOP,
             Signal::Cont => libc::SIGCONT,
         };
@@ -74,6 +76,23 @@ impl Ensemble {
         match signal {
             Signal::Kill => {
                 process.wait()?;
+                *child = None;
+                member.stopped.store(false, Ordering::SeqCst);
+            }
+            Signal::Term => {
+                let deadline = std::time::Instant::now() + super::TERM_EXIT_WAIT;
+                while process.try_wait()?.is_none() {
+                    if std::time::Instant::now() >= deadline {
+                        process.kill()?;
+                        process.wait()?;
+                        *child = None;
+                        bail!(
+                            "server {sid} did not exit within {:?} of SIGTERM",
+                            super::TERM_EXIT_WAIT
+                        );
+                    }
+                    std::thread::sleep(std::time::Duration::from_millis(5));
+                }
                 *child = None;
                 member.stopped.store(false, Ordering::SeqCst);
             }

@@ -108,9 +108,14 @@ pub enum Cut {
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Signal {
     Kill,
+    /// A planned stop: the process exits by itself (up to [`TERM_EXIT_WAIT`], then SIGKILL).
+    Term,
     Stop,
     Cont,
 }
+
+/// How long a SIGTERMed server may take to exit before the test kills it.
+pub const TERM_EXIT_WAIT: std::time::Duration = std::time::Duration::from_secs(15);
 
 struct Member {
     sid: u32,

@@ -80,10 +80,19 @@ class RollingRestartTest {
                     ensemble.stop(restarting);
                     ensemble.restart(restarting);
                     ensemble.awaitServing(restarting);
-                    // Its own client reconnects to it; the others must not have noticed.
-                    ServerProcess.sleep(1000);
+                    long serving = System.nanoTime();
+                    // Its own client reconnects to it (after a back-off of up to a second); the
+                    // next step starts only once it writes again, so that its reconnection is
+                    // never counted as a gap of the next step's other members.
+                    LeaderFailoverTest.Writer own = writers.get(restarting);
+                    long waitUntil = serving + TimeUnit.SECONDS.toNanos(10);
+                    while (!hasSuccessAfter(own.successTimes, serving) && System.nanoTime() < waitUntil) {
+                        ServerProcess.sleep(10);
+                    }
+                    ServerProcess.sleep(300);
                     long to = System.nanoTime();
                     outcome.restarts++;
+                    long stepGapMs = 0;
                     for (int i = 0; i < members; i++) {
                         if (i == restarting) {
                             continue;
@@ -91,8 +100,12 @@ class RollingRestartTest {
                         LeaderFailoverTest.Writer w = writers.get(i);
                         outcome.disconnects += countBetween(w.disconnectTimes, from, to);
                         outcome.failures += countBetween(w.failureTimes, from, to);
-                        outcome.longestGapMs = Math.max(outcome.longestGapMs, longestGapMs(w.successTimes, from, to));
+                        stepGapMs = Math.max(stepGapMs, longestGapMs(w.successTimes, from, to));
                     }
+                    outcome.longestGapMs = Math.max(outcome.longestGapMs, stepGapMs);
+                    System.out.println("rolling restart, " + flavor.name().toLowerCase() + ": member " + restarting
+                            + (restarting == leader ? " (leader)" : "") + " longest write gap of the others "
+                            + stepGapMs + " ms");
                 }
             } finally {
                 for (LeaderFailoverTest.Writer w : writers) {
@@ -111,6 +124,12 @@ class RollingRestartTest {
             }
         }
         return outcome;
+    }
+
+    private static boolean hasSuccessAfter(List<Long> times, long from) {
+        synchronized (times) {
+            return times.stream().anyMatch(t -> t > from);
+        }
     }
 
     private static int countBetween(List<Long> times, long from, long to) {
