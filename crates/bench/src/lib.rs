@@ -70,6 +70,10 @@ pub enum Scenario {
     /// Thesis Fig. 5.4: time from the leader's kill until a write succeeds, against the number
     /// of znodes.
     Restore,
+    /// A rolling restart under load: each member SIGTERMed, restarted and waited for, the
+    /// leader last; the other members' clients' broken connections, failed writes and longest
+    /// write gap.
+    RollingRestart,
 }
 
 impl Scenario {
@@ -90,6 +94,7 @@ impl Scenario {
             Scenario::Broadcast => "broadcast",
             Scenario::Failures => "failures",
             Scenario::Restore => "restore",
+            Scenario::RollingRestart => "rolling-restart",
         }
     }
 
@@ -99,6 +104,7 @@ impl Scenario {
             Scenario::LeaderOnly
             | Scenario::Failures
             | Scenario::Restore
+            | Scenario::RollingRestart
             | Scenario::QueueVsBrokers => 3,
             _ => 1,
         }
@@ -120,7 +126,12 @@ impl Scenario {
                 "restart measures a standalone server; `restore` is its ensemble counterpart"
                     .into(),
             ),
-            Scenario::LeaderOnly | Scenario::Failures | Scenario::Restore if servers < 3 => {
+            Scenario::LeaderOnly
+            | Scenario::Failures
+            | Scenario::Restore
+            | Scenario::RollingRestart
+                if servers < 3 =>
+            {
                 Some(format!(
                     "{} needs an ensemble that survives a failure: --servers 3 or more",
                     self.name()
@@ -284,6 +295,7 @@ pub async fn run(
         Scenario::Broadcast => scenarios::ensemble::broadcast(&ctx).await?,
         Scenario::Failures => scenarios::failures::failures(&ctx).await?,
         Scenario::Restore => scenarios::failures::restore(&ctx).await?,
+        Scenario::RollingRestart => scenarios::rolling::rolling_restart(&ctx).await?,
     };
     ctx.progress.finish_and_clear();
     let report = Report {

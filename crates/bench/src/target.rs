@@ -183,6 +183,36 @@ impl Launched {
         }
     }
 
+    /// SIGTERMs server `index` (a planned stop) and waits up to `limit` for it to exit; past
+    /// that it is SIGKILLed and the error says so.
+    pub async fn terminate(&mut self, index: usize, limit: Duration) -> anyhow::Result<()> {
+        let Some(p) = self.processes.get_mut(index) else {
+            anyhow::bail!("no server {index}");
+        };
+        let Some(child) = p.child.as_mut() else {
+            anyhow::bail!("server {index} is not running");
+        };
+        let pid = libc::pid_t::try_from(child.id())?;
+        // SAFETY: kill(2) on a child this process spawned and has not reaped (it holds the
+        // Child), so the pid cannot belong to another process.
+        if unsafe { libc::kill(pid, libc::SIGTERM) } != 0 {
+            anyhow::bail!(
+                "SIGTERM to server {index}: {}",
+                std::io::Error::last_os_error()
+            );
+        }
+        let started = Instant::now();
+        while child.try_wait()?.is_none() {
+            if started.elapsed() >= limit {
+                p.kill();
+                anyhow::bail!("server {index} did not exit within {limit:?} of SIGTERM");
+            }
+            tokio::time::sleep(Duration::from_millis(2)).await;
+        }
+        p.child = None;
+        Ok(())
+    }
+
     /// Starts server `index` again on its config and data, without waiting for it to serve.
     pub fn restart(&mut self, index: usize) -> anyhow::Result<()> {
         let target = self.target;

@@ -219,7 +219,7 @@ async fn run_with_failures(
 }
 
 /// Waits until the server at `addr` answers `srvr` as serving.
-async fn wait_srvr(addr: SocketAddr, limit: Duration) -> anyhow::Result<Duration> {
+pub(crate) async fn wait_srvr(addr: SocketAddr, limit: Duration) -> anyhow::Result<Duration> {
     let started = Instant::now();
     while crate::ensemble::srvr_async(addr).await.is_none() {
         anyhow::ensure!(

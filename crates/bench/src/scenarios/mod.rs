@@ -11,7 +11,8 @@
 //! * [`barrier`]: double barriers (paper Table 3).
 //! * [`persistence`]: snapshot (thesis Table A.4) and restart.
 //! * [`ensemble`]: leader-only (paper Fig. 6) and broadcast (paper Fig. 7).
-//! * [`failures`]: failures (paper Fig. 8) and restore (thesis Fig. 5.4).
+//! * [`failures`]: failures (paper Fig. 8) and restore (thesis Fig. 5.4); [`rolling`]: a
+//!   rolling restart (SIGTERM each member in turn, the leader last).
 //!
 //! With `--servers N` every target but `null` runs as an ensemble of N servers and clients
 //! spread over them round-robin; `null` stays one in-process server. `meerkat-diskless` gets
@@ -24,6 +25,7 @@ pub mod persistence;
 pub mod queue;
 pub mod queue_vs_brokers;
 pub mod reads;
+pub mod rolling;
 pub mod writes;
 
 use crate::load::{LoadResult, MakeRequest};
@@ -392,7 +394,7 @@ pub fn steps(scenario: crate::Scenario, ctx_targets: usize, scale: Scale, server
     let t = ctx_targets as u64;
     match scenario {
         S::SyncCreate | S::SyncGet => 2 * t,
-        S::GroupCommit | S::Failures => t,
+        S::GroupCommit | S::Failures | S::RollingRestart => t,
         S::Cpu => 2 * t,
         S::CreateLatency => 3 * t,
         S::ReadRatio => scale.pick(3, 6, 11) * t,
