@@ -159,6 +159,27 @@ fn ensemble_scenarios_write_complete_reports() {
     assert!(metrics.contains(&"leader kill→write ms"), "{metrics:?}");
 }
 
+/// A rolling restart of three meerkat servers: three steps, the leader's last, and the other
+/// members' clients saw no broken connection and no failed write (the hold and the leader's
+/// hand-over); every row has meerkat's value.
+#[test]
+fn rolling_restart_reports_every_step() {
+    let r = run_on("rolling-restart", "meerkat", 3);
+    check_rows(&r, &["meerkat"]);
+    let steps = r["details"]["meerkat"].as_array().expect("steps");
+    assert_eq!(steps.len(), 3, "{steps:?}");
+    let leaders: Vec<bool> = steps
+        .iter()
+        .map(|s| s["leader"].as_bool().unwrap())
+        .collect();
+    assert_eq!(leaders, [false, false, true], "the leader goes last");
+    for step in steps {
+        assert_eq!(step["breaks"].as_u64(), Some(0), "{step}");
+        assert_eq!(step["failures"].as_u64(), Some(0), "{step}");
+        assert!(step["longest_gap_ms"].as_f64().unwrap() > 0.0, "{step}");
+    }
+}
+
 /// The diskless target on three servers: sync-create (thesis Fig. 5.1) beside durable meerkat,
 /// and restore (thesis Fig. 5.4). Every row has both values, the table has the diskless ratio
 /// columns, the charts are PNGs, and the servers really ran diskless (their zoo.cfg, and the
