@@ -15,4 +15,5 @@ fi
 
 cd "$root/compat/go"
 # -count=1: never reuse cached results, the server binary may have changed.
-MEERKAT_BIN="$bin" go test -count=1 -timeout 20m ./...
+# ZK_SCRIPT: the failover test prints Apache ZooKeeper's run beside meerkat's.
+MEERKAT_BIN="$bin" ZK_SCRIPT="$root/scripts/zookeeper.sh" go test -count=1 -timeout 20m ./...
