@@ -85,6 +85,10 @@ pub struct Config {
     pub committed_log_max: usize,
     /// Proposals a leader may have outstanding before `propose` answers Busy.
     pub proposals_in_flight_max: usize,
+    /// Sync every learner by SNAP, even one a DIFF would bring up to date (ZooKeeper's
+    /// `zookeeper.forceSnapshotSync`, a testing switch): the simulator turns it on in some
+    /// runs so that snapshot installs, rare otherwise, happen in every state.
+    pub force_snapshot_sync: bool,
     pub durability: Durability,
     #[cfg(feature = "planted-bugs")]
     pub planted_bug: Option<PlantedBug>,
@@ -117,6 +121,7 @@ impl Config {
             notification_interval_max_ms: 1600,
             committed_log_max: 500,
             proposals_in_flight_max: 1000,
+            force_snapshot_sync: false,
             durability: Durability::Durable,
             #[cfg(feature = "planted-bugs")]
             planted_bug: None,

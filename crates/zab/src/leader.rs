@@ -18,7 +18,7 @@ use crate::config::{Millis, Sid};
 use crate::entry::{Entry, SharedEntry};
 use crate::error::ProposeError;
 use crate::message::Message;
-use crate::sync_plan::{plan_sync, SyncPlan};
+use crate::sync_plan::{plan_sync, snap_plan, SyncPlan};
 use crate::zab::{LearnerInfo, RoleState, Zab};
 use crate::zxid::Zxid;
 use proto::txn::Txn;
@@ -382,7 +382,11 @@ impl Zab {
         let Some(h) = self.leading().learners.get(&sid) else {
             return;
         };
-        let plan = plan_sync(&self.history, h.info.last_zxid);
+        let plan = if self.config.force_snapshot_sync {
+            snap_plan(&self.history)
+        } else {
+            plan_sync(&self.history, h.info.last_zxid)
+        };
         tracing::debug!(leader = self.config.my_id, learner = sid, ?plan, "sync");
         match plan {
             SyncPlan::Diff { from } => self.send(sid, Message::Diff { zxid: from }),

@@ -29,20 +29,25 @@ impl SyncPlan {
 }
 
 pub fn plan_sync(history: &History, learner_last: Zxid) -> SyncPlan {
-    // The image is the host's applied state; the stream after it must be our very next entry.
-    assert!(
-        history.delivered() >= history.base(),
-        "leader's applied state is behind its log base"
-    );
-    let snap = SyncPlan::Snap {
-        at: history.delivered(),
-    };
+    let snap = snap_plan(history);
     match history.position(learner_last) {
         Position::Found => SyncPlan::Diff { from: learner_last },
         Position::Below(below) if below.epoch() == learner_last.epoch() && below.counter() > 0 => {
             SyncPlan::Trunc { to: below }
         }
         Position::Below(_) | Position::BeforeBase => snap,
+    }
+}
+
+/// SNAP at what the host has applied, whatever the learner holds.
+pub fn snap_plan(history: &History) -> SyncPlan {
+    // The image is the host's applied state; the stream after it must be our very next entry.
+    assert!(
+        history.delivered() >= history.base(),
+        "leader's applied state is behind its log base"
+    );
+    SyncPlan::Snap {
+        at: history.delivered(),
     }
 }
 

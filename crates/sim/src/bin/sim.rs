@@ -11,7 +11,9 @@
 //! `--list` prints one line per seed; `--stop-at-first` stops at the first failing seed; `--no-durability-check` turns off the
 //! per-commit quorum-durability invariant, to measure the end-to-end checks alone.
 //! `--cluster` runs the simulator that runs the server's own replica and storage code
-//! (`sim::cluster`) instead of the model; `--bug` then also takes the host's planted bugs.
+//! (`sim::cluster`) instead of the model; `--bug` then also takes the host's planted bugs;
+//! `--force-snapshot-sync` makes every sync a SNAP (it reproduces an open durability bug, see
+//! docs/verification.md, so it is off unless asked for).
 //! The last line is always `sim: seeds=N failures=F`; the exit code is non-zero when F > 0.
 
 use sim::{run, SimOptions};
@@ -31,6 +33,8 @@ struct Args {
     cluster: bool,
     /// `--log`: the replicas' log lines on stderr (with `--cluster --seed S`).
     log: bool,
+    /// `--force-snapshot-sync`: every sync is a SNAP (`zab::Config::force_snapshot_sync`).
+    force_snapshot_sync: bool,
 }
 
 fn parse() -> Result<Args, String> {
@@ -47,6 +51,7 @@ fn parse() -> Result<Args, String> {
         snapshot_rest: None,
         cluster: false,
         log: false,
+        force_snapshot_sync: false,
     };
     let mut it = std::env::args().skip(1);
     while let Some(a) = it.next() {
@@ -67,6 +72,7 @@ fn parse() -> Result<Args, String> {
             "--no-durability-check" => args.end_to_end_only = true,
             "--list" => args.list = true,
             "--diskless" => args.diskless = true,
+            "--force-snapshot-sync" => args.force_snapshot_sync = true,
             "--cluster" => args.cluster = true,
             "--log" => args.log = true,
             "--snapshot-rest" => {
@@ -313,6 +319,7 @@ fn run_cluster_seeds(args: &Args, seeds: &[u64]) -> ExitCode {
     for &seed in seeds {
         let mut opts = ClusterOptions::from_seed(seed, args.servers, args.diskless);
         opts.node.bug = args.bug.clone();
+        opts.node.force_snapshot_sync = args.force_snapshot_sync;
         let outcome = std::panic::catch_unwind(|| run_cluster(opts));
         ran += 1;
         match outcome {

@@ -23,6 +23,8 @@ pub struct NodeConfig {
     pub snap_count: u64,
     /// Committed entries a leader keeps for DIFF (small values force SNAP).
     pub committed_log_max: usize,
+    /// Every sync is a SNAP (`zab::Config::force_snapshot_sync`).
+    pub force_snapshot_sync: bool,
     pub tick_time_ms: u32,
     /// Proposals in flight at the leader, and the backlog behind them.
     pub in_flight_max: usize,
@@ -158,6 +160,7 @@ impl Node {
         );
         zab_config.committed_log_max = config.committed_log_max;
         zab_config.proposals_in_flight_max = config.in_flight_max;
+        zab_config.force_snapshot_sync = config.force_snapshot_sync;
         if config.diskless {
             zab_config.durability = Durability::Diskless;
         }

@@ -69,6 +69,10 @@ impl ClusterOptions {
                 diskless,
                 snap_count: rng.range(20, 200),
                 committed_log_max: rng.range(5, 100) as usize,
+                // Off by default: with it, a learner synced by SNAP below its own log loses
+                // committed entries if it crashes before the stream is durable (a known open
+                // bug, docs/verification.md); `sim --force-snapshot-sync` reproduces it.
+                force_snapshot_sync: false,
                 tick_time_ms: 100,
                 // A tight pipeline and backlog make the leader refuse work (THROTTLEDOP); a
                 // tight pipeline before a roomier backlog keeps work waiting without refusing
