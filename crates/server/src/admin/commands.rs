@@ -254,8 +254,8 @@ async fn sessions_and_watches(
     fields.await.transpose()
 }
 
-/// leader, observers, zabstate, voting_view, and the snapshot commands meerkat lacks; `None`
-/// for a command of another group.
+/// leader, observers, zabstate, voting_view, last_snapshot, and the snapshot commands meerkat
+/// lacks; `None` for a command of another group.
 async fn server_and_ensemble(
     primary: &str,
     ctx: &Context,
@@ -300,7 +300,15 @@ async fn server_and_ensemble(
                     .collect();
                 object([("current_config", Value::Object(view))])
             }
-            "last_snapshot" => return Err("last_snapshot is not available in meerkat".into()),
+            "last_snapshot" => {
+                // ZooKeeper's LastSnapshotCommand: Long.toHexString(zxid) (no 0x, no padding;
+                // -1 prints as 16 f's) and seconds since the epoch, -1 without a snapshot.
+                let (zxid, seconds) = last_snapshot(&ctx.config).unwrap_or((-1, -1));
+                object([
+                    ("zxid", json!(format!("{:x}", zxid as u64))),
+                    ("timestamp", json!(seconds)),
+                ])
+            }
             "snapshot" | "restore" => {
                 return Err(format!(
                     "{primary} is not available in meerkat (ZooKeeper disables it by default too)"
@@ -310,6 +318,27 @@ async fn server_and_ensemble(
         }))
     };
     fields.await.transpose()
+}
+
+/// The newest snapshot in the data dir: its zxid (from its name) and the seconds since the
+/// epoch of its modification time, which ZooKeeper reports for the snapshot it restored from
+/// (`FileSnap.deserialize`: `lastModified() / 1000`) and about equals for one it wrote.
+fn last_snapshot(config: &ServerConfig) -> Option<(i64, i64)> {
+    let dir = storage::Layout::new(&config.data_dir, &config.data_log_dir).snap_dir;
+    let (zxid, path) = std::fs::read_dir(&dir)
+        .ok()?
+        .flatten()
+        .filter_map(|entry| {
+            let zxid = storage::layout::parse_snap_name(entry.file_name().to_str()?)?;
+            Some((zxid, entry.path()))
+        })
+        .max_by_key(|(zxid, _)| *zxid)?;
+    let modified = std::fs::metadata(path).ok()?.modified().ok()?;
+    let seconds = modified
+        .duration_since(std::time::UNIX_EPOCH)
+        .ok()?
+        .as_secs();
+    Some((zxid, i64::try_from(seconds).ok()?))
 }
 
 trait CollectMap<'a> {
@@ -526,4 +555,36 @@ fn dir_size(root: &std::path::Path) -> u64 {
         }
     }
     total
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn last_snapshot_is_the_newest_snapshot_file_by_zxid() {
+        let dir = tempfile::tempdir().expect("dir");
+        let text = format!("dataDir={}\nclientPort=2181\n", dir.path().display());
+        let config = ServerConfig::parse(&text, "zoo.cfg").expect("zoo.cfg");
+        assert_eq!(last_snapshot(&config), None, "no meerkat-1 directory yet");
+        let layout = storage::Layout::new(&config.data_dir, &config.data_log_dir);
+        std::fs::create_dir_all(&layout.snap_dir).expect("mkdir");
+        assert_eq!(last_snapshot(&config), None, "no snapshot yet");
+        for zxid in [0x1_0000_0005_i64, 0x2_0000_0001, 0x1_0000_0009] {
+            std::fs::write(layout.snap_path(zxid), b"x").expect("write");
+        }
+        std::fs::write(layout.snap_dir.join("snap-zz.snap.tmp"), b"x").expect("write");
+        let (zxid, seconds) = last_snapshot(&config).expect("a snapshot");
+        assert_eq!(zxid, 0x2_0000_0001);
+        let now = std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .expect("clock")
+            .as_secs() as i64;
+        assert!(
+            (now - 60..=now + 1).contains(&seconds),
+            "{seconds} vs {now}"
+        );
+        assert_eq!(format!("{:x}", zxid as u64), "200000001");
+        assert_eq!(format!("{:x}", -1_i64 as u64), "ffffffffffffffff");
+    }
 }
