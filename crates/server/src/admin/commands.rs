@@ -268,7 +268,21 @@ async fn server_and_ensemble(
                 if state == "standalone" {
                     return Err("server is not initialized".into());
                 }
-                object([("is_leader", json!(state == "leader"))])
+                // QuorumPeer.getLeaderId and getLeaderAddress: the leader's quorum host
+                // strings as its server.N line has them, joined by '|'.
+                let answer = four(ctx, crate::four_letter::LEADER_QUERY).await?;
+                let leader_id: i64 = answer.trim().parse().unwrap_or(-1);
+                let leader_ip = ctx
+                    .config
+                    .servers
+                    .iter()
+                    .find(|line| i64::try_from(line.id).ok() == Some(leader_id))
+                    .map_or(String::new(), |line| line.host.clone());
+                object([
+                    ("is_leader", json!(state == "leader")),
+                    ("leader_id", json!(leader_id)),
+                    ("leader_ip", json!(leader_ip)),
+                ])
             }
             "observers" => {
                 let mntr = four(ctx, "mntr").await?;
