@@ -269,9 +269,11 @@ fn certified_key(
         .ok_or_else(|| TlsError::Identity("the key store has no certificate".into()))?;
     let (_, parsed) = X509Certificate::from_der(leaf)
         .map_err(|e| TlsError::Identity(format!("unreadable certificate: {e}")))?;
-    let key_spki = key.public_key().ok_or_else(|| {
-        TlsError::Identity("the private key's public half cannot be compared".into())
-    })?;
+    // A key type whose public half rustls cannot give is not compared, as rustls's own
+    // check treats it (InconsistentKeys::Unknown is no error there).
+    let Some(key_spki) = key.public_key() else {
+        return Ok(CertifiedKey::new(material.chain, key));
+    };
     if key_spki.as_ref() != parsed.public_key().raw {
         return Err(TlsError::Identity(
             "the private key does not belong to the first certificate".into(),
