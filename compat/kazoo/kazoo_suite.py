@@ -100,8 +100,8 @@ class _Outcomes:
 OUTCOMES = _Outcomes()
 
 
-# Tests that fail against meerkat for a reason documented in docs/operators.md. They are
-# marked strict xfail: they must fail there (a pass fails the run, so the list stays true),
+# Tests that fail against meerkat for a documented reason (docs/operators.md, docs/ensemble.md).
+# They are marked strict xfail: they must fail there (a pass fails the run, so the list stays true),
 # and they must pass against ZooKeeper.
 MEERKAT_KNOWN_FAILURES = {
     "test_client.py::TestSSLClient::test_create": (
