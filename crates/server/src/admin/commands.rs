@@ -9,6 +9,7 @@
 
 use super::text::{self, blocks, conn_line, object, pairs, scalar, session_id, srvr_field};
 use crate::config::ServerConfig;
+use crate::config::{HostPort, ServerRole};
 use crate::connection::Shared;
 use crate::metrics::ask;
 use serde_json::{json, Map, Value};
@@ -270,8 +271,7 @@ async fn server_and_ensemble(
                 }
                 // QuorumPeer.getLeaderId and getLeaderAddress: the leader's quorum host
                 // strings as its server.N line has them, joined by '|'.
-                let answer = four(ctx, crate::four_letter::LEADER_QUERY).await?;
-                let leader_id: i64 = answer.trim().parse().unwrap_or(-1);
+                let (_, leader_id) = ids(ctx).await?;
                 let leader_ip = ctx
                     .config
                     .servers
@@ -303,14 +303,38 @@ async fn server_and_ensemble(
                     "standalone" => (false, ""),
                     _ => (!ctx.config.servers.is_empty(), "election"),
                 };
-                object([("voting", json!(voting)), ("zabstate", json!(zab))])
+                if zab == "broadcast" {
+                    serving_zabstate(ctx, &state, voting).await?
+                } else {
+                    object([("voting", json!(voting)), ("zabstate", json!(zab))])
+                }
             }
             "voting_view" => {
+                // VotingViewCommand.QuorumServerView, for the voting members only.
                 let view: Map<String, Value> = ctx
                     .config
-                    .entries
+                    .servers
                     .iter()
-                    .filter_map(|(k, v)| Some((k.strip_prefix("server.")?.to_string(), json!(v))))
+                    .filter(|line| line.role == ServerRole::Participant)
+                    .map(|line| {
+                        let client = line
+                            .client
+                            .as_ref()
+                            .map_or(String::new(), |c| c.to_string());
+                        let view = object([
+                            (
+                                "server_addresses",
+                                json!([host_port(&line.host, line.quorum_port)]),
+                            ),
+                            (
+                                "election_addresses",
+                                json!([host_port(&line.host, line.election_port)]),
+                            ),
+                            ("client_address", json!(client)),
+                            ("learner_type", json!("participant")),
+                        ]);
+                        (line.id.to_string(), Value::Object(view))
+                    })
                     .collect();
                 object([("current_config", Value::Object(view))])
             }
@@ -332,6 +356,89 @@ async fn server_and_ensemble(
         }))
     };
     fields.await.transpose()
+}
+
+/// This server's id and the leader's (-1 without one), from the core.
+async fn ids(ctx: &Context) -> Result<(i64, i64), String> {
+    let answer = four(ctx, crate::four_letter::LEADER_QUERY).await?;
+    let mut words = answer.split_whitespace().map(|w| w.parse::<i64>().ok());
+    match (words.next().flatten(), words.next().flatten()) {
+        (Some(me), Some(leader)) => Ok((me, leader)),
+        _ => Err(format!("unexpected answer to the leader query: {answer:?}")),
+    }
+}
+
+fn host_port(host: &str, port: u16) -> String {
+    HostPort {
+        host: host.to_string(),
+        port,
+    }
+    .to_string()
+}
+
+/// ZabStateCommand's fields for a member that serves: its id and addresses (each peer address
+/// as Jackson writes ZooKeeper's `MultipleAddresses` bean), its last zxid split into epoch and
+/// counter, and the state.
+async fn serving_zabstate(
+    ctx: &Context,
+    state: &str,
+    voting: bool,
+) -> Result<Map<String, Value>, String> {
+    let (me, _) = ids(ctx).await?;
+    let line = ctx
+        .config
+        .servers
+        .iter()
+        .find(|line| i64::try_from(line.id).ok() == Some(me))
+        .ok_or_else(|| format!("no server.{me} line"))?;
+    let srvr = four(ctx, "srvr").await?;
+    let zxid = srvr_field(&srvr, "Zxid")
+        .and_then(|z| i64::from_str_radix(z.trim_start_matches("0x"), 16).ok())
+        .unwrap_or(0);
+    let client = line.client.as_ref().map_or_else(
+        || {
+            host_port(
+                &ctx.config.client_port_address.to_string(),
+                ctx.config.client_port,
+            )
+        },
+        |c| c.to_string(),
+    );
+    Ok(object([
+        ("myid", json!(me)),
+        ("is_leader", json!(state == "leader")),
+        (
+            "quorum_address",
+            multiple_addresses(&line.host, line.quorum_port),
+        ),
+        (
+            "election_address",
+            multiple_addresses(&line.host, line.election_port),
+        ),
+        ("client_address", json!(client)),
+        ("voting", json!(voting)),
+        ("last_zxid", json!(format!("0x{zxid:x}"))),
+        ("zab_epoch", json!(zxid >> 32)),
+        ("zab_counter", json!(zxid & 0xffff_ffff)),
+        ("zabstate", json!("broadcast")),
+    ]))
+}
+
+/// A one-address `MultipleAddresses` as ZooKeeper's AdminServer serializes it.
+fn multiple_addresses(host: &str, port: u16) -> Value {
+    let address = host_port(host, port);
+    Value::Object(object([
+        ("empty", json!(false)),
+        ("all_addresses", json!([address])),
+        ("wildcard_addresses", json!([format!("0.0.0.0:{port}")])),
+        ("all_ports", json!([port])),
+        ("all_host_strings", json!([host])),
+        ("reachable_address", json!(address)),
+        ("all_reachable_addresses", json!([address])),
+        ("all_reachable_addresses_or_all", json!([address])),
+        ("reachable_or_one", json!(address)),
+        ("one", json!(address)),
+    ]))
 }
 
 /// The newest snapshot in the data dir: its zxid (from its name) and the seconds since the
