@@ -36,7 +36,7 @@ cargo test -p config-service --test config_service zookeeper -- --ignored
 echo "== bench queue-vs-brokers, tiny, with Apache Kafka and ActiveMQ Artemis (from Maven Central)"
 cargo test -p meerkat --test bench_smoke brokers -- --ignored
 
-echo "== kazoo with use_ssl and with SASL DIGEST-MD5: meerkat and ZooKeeper 3.9.3 configured identically"
+echo "== kazoo with use_ssl and with SASL DIGEST-MD5, and kazoo's own SASL/auth/use_ssl tests: meerkat and ZooKeeper 3.9.3 configured identically"
 ./scripts/compat-kazoo.sh
 
 echo "== a real Prometheus server (Debian's package, installed if absent) scrapes meerkat"

@@ -18,8 +18,8 @@
 //! the test with the offending operations. Scenarios run one at a time (they share 2 cores).
 //! `MEERKAT_TEST_KEEP=1` keeps every ensemble's files; a failing scenario keeps its own.
 //!
-//! `over_quorum_tls` runs some of the same scenarios with `sslQuorum=true`: every peer
-//! connection mutual TLS (certificates made by the test), the peer fault proxies in between.
+//! `over_quorum_tls` runs every scenario again with `sslQuorum=true`: every peer connection
+//! mutual TLS (certificates made by the test), the peer fault proxies in between.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
 use anyhow::{anyhow, bail, ensure, Context, Result};
@@ -153,22 +153,31 @@ against_both!(
     five_servers_quorum_loss,
 );
 
-/// The fault scenarios with every peer connection in mutual TLS (meerkat only: the reference
-/// runs above are plaintext).
-mod over_quorum_tls {
-    #[test]
-    fn leader_kill() {
-        super::run_over_quorum_tls(super::leader_kill)
-    }
-    #[test]
-    fn leader_partition() {
-        super::run_over_quorum_tls(super::leader_partition)
-    }
-    #[test]
-    fn five_servers_quorum_loss() {
-        super::run_over_quorum_tls(super::five_servers_quorum_loss)
-    }
+macro_rules! over_quorum_tls {
+    ($($scenario:ident),* $(,)?) => {
+        /// Every fault scenario again with every peer connection in mutual TLS (meerkat only:
+        /// the reference runs above are plaintext).
+        mod over_quorum_tls {$(
+            #[test]
+            fn $scenario() {
+                super::run_over_quorum_tls(super::$scenario)
+            }
+        )*}
+    };
 }
+
+over_quorum_tls!(
+    leader_kill,
+    minority_releases_clients,
+    leader_pause,
+    follower_catch_up,
+    leader_partition,
+    leader_partition_silent,
+    session_survives_server_kill,
+    five_servers_quorum_loss,
+    diskless_restarts,
+    diskless_power_loss,
+);
 
 /// Diskless mode has no ZooKeeper counterpart: meerkat only.
 #[test]

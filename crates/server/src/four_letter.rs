@@ -57,13 +57,18 @@ pub async fn serve(
     let _ = wr.shutdown().await;
 }
 
+/// Not a four-letter word: the AdminServer's question for `leader` and `zabstate`, answered
+/// `<this server's id> <the leader's id or -1>`. The client port reads exactly four bytes, so
+/// no client can ask it.
+pub const LEADER_QUERY: &str = "meerkat:leader";
+
 /// Runs a command against the core's state.
 pub fn run(core: &mut Core, cmd: &str, asker: std::net::SocketAddr) -> String {
     // An ensemble member between leaders has no state to report, as in ZooKeeper.
     let needs_serving = matches!(
         cmd,
         "srvr" | "stat" | "mntr" | "cons" | "dump" | "wchs" | "wchc" | "wchp" | "hash"
-    );
+    ) || cmd == LEADER_QUERY;
     if needs_serving && core.replica.ensemble.as_deref().is_some_and(|r| !r.serving) {
         return NOT_SERVING.to_string();
     }
@@ -93,6 +98,17 @@ pub fn run(core: &mut Core, cmd: &str, asker: std::net::SocketAddr) -> String {
         "gtmk" => "0\n".to_string(),
         "stmk" => "0\n".to_string(),
         "hash" => format!("{:x}\n", core.replica.tree.digest()),
+        LEADER_QUERY => match core.replica.ensemble.as_deref() {
+            Some(e) => {
+                let leader = if e.is_leader() {
+                    Some(e.me())
+                } else {
+                    e.remote_leader()
+                };
+                format!("{} {}\n", e.me(), leader.map_or(-1, |sid| sid as i64))
+            }
+            None => "0 -1\n".to_string(),
+        },
         _ => format!("{cmd} is not a four-letter word meerkat knows.\n"),
     }
 }

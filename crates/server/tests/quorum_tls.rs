@@ -77,6 +77,8 @@ struct Members {
     client_ports: Vec<u16>,
     lines: String,
     trust: PathBuf,
+    /// zoo.cfg lines every member gets besides the common ones.
+    extra: String,
 }
 
 impl Members {
@@ -98,6 +100,7 @@ impl Members {
             client_ports,
             lines,
             trust,
+            extra: String::new(),
         }
     }
 
@@ -105,12 +108,13 @@ impl Members {
         let text = format!(
             "tickTime=100\ninitLimit=20\nsyncLimit=5\ndataDir={}\nclientPort={}\n\
              clientPortAddress=127.0.0.1\npreAllocSize=1024\n4lw.commands.whitelist=*\n\
-             sslQuorum=true\nssl.quorum.keyStore.location={}\nssl.quorum.trustStore.location={}\n{}",
+             sslQuorum=true\nssl.quorum.keyStore.location={}\nssl.quorum.trustStore.location={}\n{}{}",
             self.dirs[sid - 1].display(),
             self.client_ports[sid - 1],
             key_store.display(),
             self.trust.display(),
-            self.lines
+            self.lines,
+            self.extra
         );
         let config = ServerConfig::parse(&text, "zoo.cfg").expect("valid zoo.cfg");
         assert!(config.quorum_tls.enabled);
@@ -282,6 +286,57 @@ async fn members_talk_mutual_tls_and_refuse_an_untrusted_member() {
     let mut other = session(members.address(rest[1])).await;
     assert!(reads(&mut other, "/after-failover").await);
     for s in servers.into_iter().flatten() {
+        s.shutdown().await;
+    }
+}
+
+/// `sslQuorumReloadCertFiles=true`: a member refused for its certificate joins, without a
+/// restart, once its key store file is replaced by one a trusted CA signed (its next dial and
+/// accept use the new file, as ZooKeeper's reloading `QuorumX509Util` does).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_replaced_quorum_key_store_is_used_without_a_restart() {
+    log();
+    let dir = tempfile::tempdir().unwrap();
+    let trusted = ca("reload CA");
+    let rogue = ca("reload rogue CA");
+    let trust = dir.path().join("ca.pem");
+    std::fs::write(&trust, trusted.pem()).unwrap();
+    let good = member_store(dir.path(), "member.pem", &trusted);
+    let third = member_store(dir.path(), "third.pem", &rogue);
+    let mut members = Members::new(trust);
+    members.extra = "sslQuorumReloadCertFiles=true\n".to_string();
+    assert!(members.config(3, &third).quorum_tls.reload_cert_files);
+
+    let servers = vec![
+        members.start(1, &good).await,
+        members.start(2, &good).await,
+        members.start(3, &third).await,
+    ];
+    serving(&members, 1).await;
+    serving(&members, 2).await;
+    let mut conn = session(members.address(1)).await;
+    write(&mut conn, "/before-reload").await;
+    // Refused while its certificate is the rogue CA's: give the others time to dial it.
+    tokio::time::sleep(Duration::from_secs(2)).await;
+    let refused = mode(members.address(3)).await;
+    assert!(
+        refused != "leader" && refused != "follower",
+        "the untrusted member joined: {refused}"
+    );
+
+    // Replaced the way operators' tooling does: a new file renamed over the old one.
+    let fresh = member_store(dir.path(), "third.new.pem", &trusted);
+    std::fs::rename(&fresh, &third).unwrap();
+    serving(&members, 3).await;
+    let mut on_three = session(members.address(3)).await;
+    assert!(
+        reads(&mut on_three, "/before-reload").await,
+        "caught up over the reloaded certificate"
+    );
+    assert!(log_has(&[
+        "quorum TLS key or trust store changed on disk: reloaded"
+    ]));
+    for s in servers {
         s.shutdown().await;
     }
 }

@@ -9,6 +9,7 @@
 
 use super::text::{self, blocks, conn_line, object, pairs, scalar, session_id, srvr_field};
 use crate::config::ServerConfig;
+use crate::config::{HostPort, ServerRole};
 use crate::connection::Shared;
 use crate::metrics::ask;
 use serde_json::{json, Map, Value};
@@ -254,8 +255,8 @@ async fn sessions_and_watches(
     fields.await.transpose()
 }
 
-/// leader, observers, zabstate, voting_view, and the snapshot commands meerkat lacks; `None`
-/// for a command of another group.
+/// leader, observers, zabstate, voting_view, last_snapshot, and the snapshot commands meerkat
+/// lacks; `None` for a command of another group.
 async fn server_and_ensemble(
     primary: &str,
     ctx: &Context,
@@ -268,7 +269,20 @@ async fn server_and_ensemble(
                 if state == "standalone" {
                     return Err("server is not initialized".into());
                 }
-                object([("is_leader", json!(state == "leader"))])
+                // QuorumPeer.getLeaderId and getLeaderAddress: the leader's quorum host
+                // strings as its server.N line has them, joined by '|'.
+                let (_, leader_id) = ids(ctx).await?;
+                let leader_ip = ctx
+                    .config
+                    .servers
+                    .iter()
+                    .find(|line| i64::try_from(line.id).ok() == Some(leader_id))
+                    .map_or(String::new(), |line| line.host.clone());
+                object([
+                    ("is_leader", json!(state == "leader")),
+                    ("leader_id", json!(leader_id)),
+                    ("leader_ip", json!(leader_ip)),
+                ])
             }
             "observers" => {
                 let mntr = four(ctx, "mntr").await?;
@@ -289,18 +303,50 @@ async fn server_and_ensemble(
                     "standalone" => (false, ""),
                     _ => (!ctx.config.servers.is_empty(), "election"),
                 };
-                object([("voting", json!(voting)), ("zabstate", json!(zab))])
+                if zab == "broadcast" {
+                    serving_zabstate(ctx, &state, voting).await?
+                } else {
+                    object([("voting", json!(voting)), ("zabstate", json!(zab))])
+                }
             }
             "voting_view" => {
+                // VotingViewCommand.QuorumServerView, for the voting members only.
                 let view: Map<String, Value> = ctx
                     .config
-                    .entries
+                    .servers
                     .iter()
-                    .filter_map(|(k, v)| Some((k.strip_prefix("server.")?.to_string(), json!(v))))
+                    .filter(|line| line.role == ServerRole::Participant)
+                    .map(|line| {
+                        let client = line
+                            .client
+                            .as_ref()
+                            .map_or(String::new(), |c| c.to_string());
+                        let view = object([
+                            (
+                                "server_addresses",
+                                json!([host_port(&line.host, line.quorum_port)]),
+                            ),
+                            (
+                                "election_addresses",
+                                json!([host_port(&line.host, line.election_port)]),
+                            ),
+                            ("client_address", json!(client)),
+                            ("learner_type", json!("participant")),
+                        ]);
+                        (line.id.to_string(), Value::Object(view))
+                    })
                     .collect();
                 object([("current_config", Value::Object(view))])
             }
-            "last_snapshot" => return Err("last_snapshot is not available in meerkat".into()),
+            "last_snapshot" => {
+                // ZooKeeper's LastSnapshotCommand: Long.toHexString(zxid) (no 0x, no padding;
+                // -1 prints as 16 f's) and seconds since the epoch, -1 without a snapshot.
+                let (zxid, seconds) = last_snapshot(&ctx.config).unwrap_or((-1, -1));
+                object([
+                    ("zxid", json!(format!("{:x}", zxid as u64))),
+                    ("timestamp", json!(seconds)),
+                ])
+            }
             "snapshot" | "restore" => {
                 return Err(format!(
                     "{primary} is not available in meerkat (ZooKeeper disables it by default too)"
@@ -310,6 +356,110 @@ async fn server_and_ensemble(
         }))
     };
     fields.await.transpose()
+}
+
+/// This server's id and the leader's (-1 without one), from the core.
+async fn ids(ctx: &Context) -> Result<(i64, i64), String> {
+    let answer = four(ctx, crate::four_letter::LEADER_QUERY).await?;
+    let mut words = answer.split_whitespace().map(|w| w.parse::<i64>().ok());
+    match (words.next().flatten(), words.next().flatten()) {
+        (Some(me), Some(leader)) => Ok((me, leader)),
+        _ => Err(format!("unexpected answer to the leader query: {answer:?}")),
+    }
+}
+
+fn host_port(host: &str, port: u16) -> String {
+    HostPort {
+        host: host.to_string(),
+        port,
+    }
+    .to_string()
+}
+
+/// ZabStateCommand's fields for a member that serves: its id and addresses (each peer address
+/// as Jackson writes ZooKeeper's `MultipleAddresses` bean), its last zxid split into epoch and
+/// counter, and the state.
+async fn serving_zabstate(
+    ctx: &Context,
+    state: &str,
+    voting: bool,
+) -> Result<Map<String, Value>, String> {
+    let (me, _) = ids(ctx).await?;
+    let line = ctx
+        .config
+        .servers
+        .iter()
+        .find(|line| i64::try_from(line.id).ok() == Some(me))
+        .ok_or_else(|| format!("no server.{me} line"))?;
+    let srvr = four(ctx, "srvr").await?;
+    let zxid = srvr_field(&srvr, "Zxid")
+        .and_then(|z| i64::from_str_radix(z.trim_start_matches("0x"), 16).ok())
+        .unwrap_or(0);
+    let client = line.client.as_ref().map_or_else(
+        || {
+            host_port(
+                &ctx.config.client_port_address.to_string(),
+                ctx.config.client_port,
+            )
+        },
+        |c| c.to_string(),
+    );
+    Ok(object([
+        ("myid", json!(me)),
+        ("is_leader", json!(state == "leader")),
+        (
+            "quorum_address",
+            multiple_addresses(&line.host, line.quorum_port),
+        ),
+        (
+            "election_address",
+            multiple_addresses(&line.host, line.election_port),
+        ),
+        ("client_address", json!(client)),
+        ("voting", json!(voting)),
+        ("last_zxid", json!(format!("0x{zxid:x}"))),
+        ("zab_epoch", json!(zxid >> 32)),
+        ("zab_counter", json!(zxid & 0xffff_ffff)),
+        ("zabstate", json!("broadcast")),
+    ]))
+}
+
+/// A one-address `MultipleAddresses` as ZooKeeper's AdminServer serializes it.
+fn multiple_addresses(host: &str, port: u16) -> Value {
+    let address = host_port(host, port);
+    Value::Object(object([
+        ("empty", json!(false)),
+        ("all_addresses", json!([address])),
+        ("wildcard_addresses", json!([format!("0.0.0.0:{port}")])),
+        ("all_ports", json!([port])),
+        ("all_host_strings", json!([host])),
+        ("reachable_address", json!(address)),
+        ("all_reachable_addresses", json!([address])),
+        ("all_reachable_addresses_or_all", json!([address])),
+        ("reachable_or_one", json!(address)),
+        ("one", json!(address)),
+    ]))
+}
+
+/// The newest snapshot in the data dir: its zxid (from its name) and the seconds since the
+/// epoch of its modification time, which ZooKeeper reports for the snapshot it restored from
+/// (`FileSnap.deserialize`: `lastModified() / 1000`) and about equals for one it wrote.
+fn last_snapshot(config: &ServerConfig) -> Option<(i64, i64)> {
+    let dir = storage::Layout::new(&config.data_dir, &config.data_log_dir).snap_dir;
+    let (zxid, path) = std::fs::read_dir(&dir)
+        .ok()?
+        .flatten()
+        .filter_map(|entry| {
+            let zxid = storage::layout::parse_snap_name(entry.file_name().to_str()?)?;
+            Some((zxid, entry.path()))
+        })
+        .max_by_key(|(zxid, _)| *zxid)?;
+    let modified = std::fs::metadata(path).ok()?.modified().ok()?;
+    let seconds = modified
+        .duration_since(std::time::UNIX_EPOCH)
+        .ok()?
+        .as_secs();
+    Some((zxid, i64::try_from(seconds).ok()?))
 }
 
 trait CollectMap<'a> {
@@ -526,4 +676,36 @@ fn dir_size(root: &std::path::Path) -> u64 {
         }
     }
     total
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn last_snapshot_is_the_newest_snapshot_file_by_zxid() {
+        let dir = tempfile::tempdir().expect("dir");
+        let text = format!("dataDir={}\nclientPort=2181\n", dir.path().display());
+        let config = ServerConfig::parse(&text, "zoo.cfg").expect("zoo.cfg");
+        assert_eq!(last_snapshot(&config), None, "no meerkat-1 directory yet");
+        let layout = storage::Layout::new(&config.data_dir, &config.data_log_dir);
+        std::fs::create_dir_all(&layout.snap_dir).expect("mkdir");
+        assert_eq!(last_snapshot(&config), None, "no snapshot yet");
+        for zxid in [0x1_0000_0005_i64, 0x2_0000_0001, 0x1_0000_0009] {
+            std::fs::write(layout.snap_path(zxid), b"x").expect("write");
+        }
+        std::fs::write(layout.snap_dir.join("snap-zz.snap.tmp"), b"x").expect("write");
+        let (zxid, seconds) = last_snapshot(&config).expect("a snapshot");
+        assert_eq!(zxid, 0x2_0000_0001);
+        let now = std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .expect("clock")
+            .as_secs() as i64;
+        assert!(
+            (now - 60..=now + 1).contains(&seconds),
+            "{seconds} vs {now}"
+        );
+        assert_eq!(format!("{:x}", zxid as u64), "200000001");
+        assert_eq!(format!("{:x}", -1_i64 as u64), "ffffffffffffffff");
+    }
 }

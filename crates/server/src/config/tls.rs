@@ -93,6 +93,9 @@ pub struct QuorumTlsSettings {
     pub protocol: Option<String>,
     pub enabled_protocols: Option<Vec<String>>,
     pub cipher_suites: Option<Vec<String>>,
+    /// `sslQuorumReloadCertFiles` (default false): store files changed on disk are used by the
+    /// next peer handshake.
+    pub reload_cert_files: bool,
 }
 
 impl Default for QuorumTlsSettings {
@@ -105,6 +108,7 @@ impl Default for QuorumTlsSettings {
             protocol: None,
             enabled_protocols: None,
             cipher_suites: None,
+            reload_cert_files: false,
         }
     }
 }
@@ -175,11 +179,9 @@ impl TlsKeys {
                 self.quorum.enabled = values::java_bool(value)?;
                 return Ok(Outcome::Read);
             }
-            // meerkat reads the quorum stores when it starts; ZooKeeper's reloading is off by default.
             "sslQuorumReloadCertFiles" => {
-                return Ok(Outcome::Ignored {
-                    quiet: !values::java_bool(value)?,
-                })
+                self.quorum.reload_cert_files = values::java_bool(value)?;
+                return Ok(Outcome::Read);
             }
             _ => {}
         }

@@ -7,12 +7,12 @@
 //! The meerkat handshake ([`super::handshake`]) then runs inside TLS.
 
 use crate::config::{ClientAuth, QuorumTlsSettings, TlsSettings};
-use crate::tls::server::{protocol_versions, provider, roots, TlsError};
+use crate::tls::server::{protocol_versions, provider, roots, stamp, Stamp, TlsError};
 use rustls::client::danger::ServerCertVerifier;
 use rustls::pki_types::ServerName;
 use rustls::server::WebPkiClientVerifier;
 use std::net::SocketAddr;
-use std::sync::Arc;
+use std::sync::{Arc, Mutex};
 use tokio::io::{AsyncRead, AsyncWrite};
 use tokio::net::TcpStream;
 
@@ -47,12 +47,20 @@ impl PeerStream {
     }
 }
 
-/// The quorum's TLS client and server configurations.
+/// The quorum's TLS client and server configurations, rebuilt from changed store files when
+/// `sslQuorumReloadCertFiles=true` (ZooKeeper's `QuorumPeer` then watches the quorum stores and
+/// resets its SSL context; connections already up keep the old one, as there).
 #[derive(Clone)]
 pub struct QuorumTls {
+    settings: Arc<QuorumTlsSettings>,
+    loaded: Arc<Mutex<Loaded>>,
+}
+
+/// The configurations built from the stores, and the stamps those files had then.
+struct Loaded {
     acceptor: tokio_rustls::TlsAcceptor,
     connector: tokio_rustls::TlsConnector,
-    hostname_verification: bool,
+    stamps: Vec<Option<Stamp>>,
 }
 
 impl std::fmt::Debug for QuorumTls {
@@ -64,63 +72,41 @@ impl std::fmt::Debug for QuorumTls {
 impl QuorumTls {
     /// Loads the quorum stores.
     pub fn new(settings: &QuorumTlsSettings) -> Result<Self, TlsError> {
-        // The client-port helpers take the client-port settings' shape.
-        let shape = TlsSettings {
-            key_store: settings.key_store.clone(),
-            trust_store: settings.trust_store.clone(),
-            client_auth: ClientAuth::Need,
-            protocol: settings.protocol.clone(),
-            enabled_protocols: settings.enabled_protocols.clone(),
-            cipher_suites: settings.cipher_suites.clone(),
-            ..TlsSettings::default()
-        };
-        let key_location = shape.key_store.as_ref().ok_or_else(|| {
-            TlsError::KeyStore(tls_store::StoreError::Missing {
-                path: std::path::PathBuf::new(),
-                what: "ssl.quorum.keyStore.location is not set",
-            })
-        })?;
-        let trust_location = shape
-            .trust_store
-            .as_ref()
-            .ok_or(TlsError::NoTrustStore(ClientAuth::Need))?;
-        let provider = provider(&shape)?;
-        let versions = protocol_versions(&shape)?;
-        let roots = Arc::new(roots(trust_location)?);
-        let material = tls_store::load_key_store(key_location).map_err(TlsError::KeyStore)?;
-
-        let client_verifier =
-            WebPkiClientVerifier::builder_with_provider(roots.clone(), provider.clone())
-                .build()
-                .map_err(|e| TlsError::Verifier(e.to_string()))?;
-        let server = rustls::ServerConfig::builder_with_provider(provider.clone())
-            .with_protocol_versions(&versions)
-            .map_err(|e| TlsError::NoProtocol(vec![e.to_string()]))?
-            .with_client_cert_verifier(client_verifier)
-            .with_single_cert(material.chain.clone(), material.key.clone_key())
-            .map_err(|e| TlsError::Identity(e.to_string()))?;
-
-        let server_verifier =
-            rustls::client::WebPkiServerVerifier::builder_with_provider(roots, provider.clone())
-                .build()
-                .map_err(|e| TlsError::Verifier(e.to_string()))?;
-        let server_verifier: Arc<dyn ServerCertVerifier> = if settings.hostname_verification {
-            server_verifier
-        } else {
-            Arc::new(tls_store::AnyServerName(server_verifier))
-        };
-        let client = rustls::ClientConfig::builder_with_provider(provider)
-            .with_protocol_versions(&versions)
-            .map_err(|e| TlsError::NoProtocol(vec![e.to_string()]))?
-            .dangerous()
-            .with_custom_certificate_verifier(server_verifier)
-            .with_client_auth_cert(material.chain, material.key)
-            .map_err(|e| TlsError::Identity(e.to_string()))?;
+        let stamps = stamps_of(settings);
+        let (acceptor, connector) = build(settings)?;
         Ok(Self {
-            acceptor: tokio_rustls::TlsAcceptor::from(Arc::new(server)),
-            connector: tokio_rustls::TlsConnector::from(Arc::new(client)),
-            hostname_verification: settings.hostname_verification,
+            settings: Arc::new(settings.clone()),
+            loaded: Arc::new(Mutex::new(Loaded {
+                acceptor,
+                connector,
+                stamps,
+            })),
         })
+    }
+
+    /// The acceptor and connector for the next handshake, rebuilt first if reloading is on and
+    /// a store file changed. A store that does not load (half written, wrong password) leaves
+    /// the previous configuration in force and is logged once per change.
+    fn current(&self) -> (tokio_rustls::TlsAcceptor, tokio_rustls::TlsConnector) {
+        let mut loaded = self.loaded.lock().unwrap_or_else(|p| p.into_inner());
+        if self.settings.reload_cert_files {
+            let now = stamps_of(&self.settings);
+            if now != loaded.stamps {
+                loaded.stamps = now;
+                match build(&self.settings) {
+                    Ok((acceptor, connector)) => {
+                        tracing::info!("quorum TLS key or trust store changed on disk: reloaded");
+                        loaded.acceptor = acceptor;
+                        loaded.connector = connector;
+                    }
+                    Err(e) => tracing::error!(
+                        error = %e,
+                        "quorum TLS key or trust store changed on disk but cannot be loaded; keeping the previous one"
+                    ),
+                }
+            }
+        }
+        (loaded.acceptor.clone(), loaded.connector.clone())
     }
 
     /// The dialer's side: TLS client to `addr`.
@@ -130,7 +116,8 @@ impl QuorumTls {
         stream: TcpStream,
     ) -> std::io::Result<Box<dyn PeerIo>> {
         let name = ServerName::IpAddress(addr.ip().into());
-        let stream = self.connector.connect(name, stream).await?;
+        let (_, connector) = self.current();
+        let stream = connector.connect(name, stream).await?;
         Ok(Box::new(stream))
     }
 
@@ -141,8 +128,9 @@ impl QuorumTls {
         addr: SocketAddr,
         stream: TcpStream,
     ) -> std::io::Result<Box<dyn PeerIo>> {
-        let stream = self.acceptor.accept(stream).await?;
-        if self.hostname_verification {
+        let (acceptor, _) = self.current();
+        let stream = acceptor.accept(stream).await?;
+        if self.settings.hostname_verification {
             let leaf = stream
                 .get_ref()
                 .1
@@ -161,6 +149,77 @@ impl QuorumTls {
         }
         Ok(Box::new(stream))
     }
+}
+
+fn stamps_of(settings: &QuorumTlsSettings) -> Vec<Option<Stamp>> {
+    settings
+        .key_store
+        .iter()
+        .chain(settings.trust_store.iter())
+        .map(|s| stamp(&s.path))
+        .collect()
+}
+
+/// The acceptor and connector from the quorum stores.
+fn build(
+    settings: &QuorumTlsSettings,
+) -> Result<(tokio_rustls::TlsAcceptor, tokio_rustls::TlsConnector), TlsError> {
+    // The client-port helpers take the client-port settings' shape.
+    let shape = TlsSettings {
+        key_store: settings.key_store.clone(),
+        trust_store: settings.trust_store.clone(),
+        client_auth: ClientAuth::Need,
+        protocol: settings.protocol.clone(),
+        enabled_protocols: settings.enabled_protocols.clone(),
+        cipher_suites: settings.cipher_suites.clone(),
+        ..TlsSettings::default()
+    };
+    let key_location = shape.key_store.as_ref().ok_or_else(|| {
+        TlsError::KeyStore(tls_store::StoreError::Missing {
+            path: std::path::PathBuf::new(),
+            what: "ssl.quorum.keyStore.location is not set",
+        })
+    })?;
+    let trust_location = shape
+        .trust_store
+        .as_ref()
+        .ok_or(TlsError::NoTrustStore(ClientAuth::Need))?;
+    let provider = provider(&shape)?;
+    let versions = protocol_versions(&shape)?;
+    let roots = Arc::new(roots(trust_location)?);
+    let material = tls_store::load_key_store(key_location).map_err(TlsError::KeyStore)?;
+
+    let client_verifier =
+        WebPkiClientVerifier::builder_with_provider(roots.clone(), provider.clone())
+            .build()
+            .map_err(|e| TlsError::Verifier(e.to_string()))?;
+    let server = rustls::ServerConfig::builder_with_provider(provider.clone())
+        .with_protocol_versions(&versions)
+        .map_err(|e| TlsError::NoProtocol(vec![e.to_string()]))?
+        .with_client_cert_verifier(client_verifier)
+        .with_single_cert(material.chain.clone(), material.key.clone_key())
+        .map_err(|e| TlsError::Identity(e.to_string()))?;
+
+    let server_verifier =
+        rustls::client::WebPkiServerVerifier::builder_with_provider(roots, provider.clone())
+            .build()
+            .map_err(|e| TlsError::Verifier(e.to_string()))?;
+    let server_verifier: Arc<dyn ServerCertVerifier> = if settings.hostname_verification {
+        server_verifier
+    } else {
+        Arc::new(tls_store::AnyServerName(server_verifier))
+    };
+    let client = rustls::ClientConfig::builder_with_provider(provider)
+        .with_protocol_versions(&versions)
+        .map_err(|e| TlsError::NoProtocol(vec![e.to_string()]))?
+        .dangerous()
+        .with_custom_certificate_verifier(server_verifier)
+        .with_client_auth_cert(material.chain, material.key)
+        .map_err(|e| TlsError::Identity(e.to_string()))?;
+    Ok((
+        tokio_rustls::TlsAcceptor::from(Arc::new(server)),
+        tokio_rustls::TlsConnector::from(Arc::new(client)),
+    ))
 }
 
 fn invalid(message: String) -> std::io::Error {

@@ -11,10 +11,12 @@ use super::store::{load_key_store, load_trust_store, StoreError};
 use crate::config::{ClientAuth, StoreLocation, TlsSettings};
 use rustls::crypto::CryptoProvider;
 use rustls::server::WebPkiClientVerifier;
+use rustls::sign::{CertifiedKey, SingleCertAndKey};
 use rustls::RootCertStore;
 use std::path::PathBuf;
 use std::sync::{Arc, Mutex};
 use std::time::SystemTime;
+use x509_parser::prelude::{FromDer, X509Certificate};
 
 /// Why TLS could not be set up.
 #[derive(Debug, thiserror::Error)]
@@ -40,13 +42,13 @@ const DEFAULT_PROTOCOL: &str = "TLSv1.3";
 
 /// Size, modification time and inode of a store file: a change means "reload".
 #[derive(Debug, Clone, PartialEq, Eq)]
-struct Stamp {
+pub(crate) struct Stamp {
     len: u64,
     modified: Option<SystemTime>,
     inode: u64,
 }
 
-fn stamp(path: &PathBuf) -> Option<Stamp> {
+pub(crate) fn stamp(path: &PathBuf) -> Option<Stamp> {
     let meta = std::fs::metadata(path).ok()?;
     #[cfg(unix)]
     let inode = std::os::unix::fs::MetadataExt::ino(&meta);
@@ -229,8 +231,10 @@ fn build(settings: &TlsSettings) -> Result<Arc<rustls::ServerConfig>, TlsError> 
                 .trust_store
                 .as_ref()
                 .ok_or(TlsError::NoTrustStore(auth))?;
-            let verifier =
-                WebPkiClientVerifier::builder_with_provider(Arc::new(roots(trust)?), provider);
+            let verifier = WebPkiClientVerifier::builder_with_provider(
+                Arc::new(roots(trust)?),
+                provider.clone(),
+            );
             let verifier = if auth == ClientAuth::Want {
                 verifier.allow_unauthenticated()
             } else {
@@ -242,10 +246,40 @@ fn build(settings: &TlsSettings) -> Result<Arc<rustls::ServerConfig>, TlsError> 
             builder.with_client_cert_verifier(verifier)
         }
     };
-    let config = builder
-        .with_single_cert(material.chain, material.key)
-        .map_err(|e| TlsError::Identity(e.to_string()))?;
+    let certified = certified_key(&provider, material)?;
+    let config = builder.with_cert_resolver(Arc::new(SingleCertAndKey::from(certified)));
     Ok(Arc::new(config))
+}
+
+/// The key store's chain and key as rustls's signing identity, the key checked against the
+/// certificate. Not `with_single_cert`: its check parses the certificate with webpki, which
+/// refuses X.509 v1 certificates, and Java (so ZooKeeper) serves those (kazoo's own test
+/// harness makes one, as `openssl x509 -req` without extensions does).
+fn certified_key(
+    provider: &CryptoProvider,
+    material: tls_store::KeyMaterial,
+) -> Result<CertifiedKey, TlsError> {
+    let key = provider
+        .key_provider
+        .load_private_key(material.key)
+        .map_err(|e| TlsError::Identity(e.to_string()))?;
+    let leaf = material
+        .chain
+        .first()
+        .ok_or_else(|| TlsError::Identity("the key store has no certificate".into()))?;
+    let (_, parsed) = X509Certificate::from_der(leaf)
+        .map_err(|e| TlsError::Identity(format!("unreadable certificate: {e}")))?;
+    // A key type whose public half rustls cannot give is not compared, as rustls's own
+    // check treats it (InconsistentKeys::Unknown is no error there).
+    let Some(key_spki) = key.public_key() else {
+        return Ok(CertifiedKey::new(material.chain, key));
+    };
+    if key_spki.as_ref() != parsed.public_key().raw {
+        return Err(TlsError::Identity(
+            "the private key does not belong to the first certificate".into(),
+        ));
+    }
+    Ok(CertifiedKey::new(material.chain, key))
 }
 
 #[cfg(test)]
@@ -322,5 +356,89 @@ mod tests {
         s.key_store = Some(StoreLocation::new(dir.path().join("missing.pem")));
         let error = ServerTls::new(&s).expect_err("missing file");
         assert!(error.to_string().contains("missing.pem"), "{error}");
+    }
+
+    fn openssl(dir: &std::path::Path, args: &[&str]) {
+        let out = std::process::Command::new("openssl")
+            .args(args)
+            .current_dir(dir)
+            .output()
+            .expect("the openssl command (it makes the X.509 v1 certificate)");
+        assert!(out.status.success(), "openssl {args:?}: {out:?}");
+    }
+
+    /// `openssl x509 -req` without extensions (OpenSSL 3.0) signs an X.509 v1 certificate, which
+    /// ZooKeeper serves; a key that is not the certificate's is still refused.
+    #[test]
+    fn a_v1_certificate_is_served_and_a_foreign_key_refused() {
+        let dir = tempfile::tempdir().expect("dir");
+        let d = dir.path();
+        let rsa = ["-newkey", "rsa:2048", "-nodes", "-days", "1"];
+        openssl(
+            d,
+            &[
+                &["req", "-x509"][..],
+                &rsa,
+                &["-keyout", "ca.key", "-out", "ca.pem", "-subj", "/CN=ca"],
+            ]
+            .concat(),
+        );
+        openssl(
+            d,
+            &[
+                &["req"][..],
+                &rsa[..2],
+                &rsa[2..3],
+                &[
+                    "-keyout",
+                    "key.pem",
+                    "-out",
+                    "req.csr",
+                    "-subj",
+                    "/CN=server",
+                ],
+            ]
+            .concat(),
+        );
+        openssl(
+            d,
+            &[
+                "x509",
+                "-req",
+                "-in",
+                "req.csr",
+                "-CA",
+                "ca.pem",
+                "-CAkey",
+                "ca.key",
+                "-CAcreateserial",
+                "-days",
+                "1",
+                "-out",
+                "cert.pem",
+            ],
+        );
+        let cert = std::fs::read_to_string(d.join("cert.pem")).expect("cert");
+        let der = rustls_pemfile_der(&cert);
+        let (_, parsed) = X509Certificate::from_der(&der).expect("parse");
+        assert_eq!(parsed.version().0, 0, "openssl made a v1 certificate");
+        let key = std::fs::read_to_string(d.join("key.pem")).expect("key");
+        let store = d.join("server.pem");
+        std::fs::write(&store, format!("{key}{cert}")).expect("write");
+        let mut s = settings();
+        s.client_auth = ClientAuth::None;
+        s.key_store = Some(StoreLocation::new(&store));
+        ServerTls::new(&s).expect("a v1 certificate is served");
+        let foreign = std::fs::read_to_string(d.join("ca.key")).expect("ca key");
+        std::fs::write(&store, format!("{foreign}{cert}")).expect("write");
+        let error = ServerTls::new(&s).expect_err("the CA's key is not the server's");
+        assert!(error.to_string().contains("does not belong"), "{error}");
+    }
+
+    fn rustls_pemfile_der(pem: &str) -> Vec<u8> {
+        use rustls::pki_types::pem::PemObject;
+        rustls::pki_types::CertificateDer::from_pem_slice(pem.as_bytes())
+            .expect("pem")
+            .to_vec()
     }
 }

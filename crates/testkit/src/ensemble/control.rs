@@ -20,10 +20,12 @@ impl Ensemble {
             *count += 1;
             *count
         };
+        let log_path = self.log_path(sid);
         let mut log = std::fs::OpenOptions::new()
             .create(true)
             .append(true)
-            .open(self.log_path(sid))?;
+            .open(&log_path)
+            .with_context(|| format!("opening server {sid}'s log {}", log_path.display()))?;
         writeln!(log, "{START_MARKER}{start} of server {sid} ---")?;
         let mut command = match &self.flavor {
             Flavor::Meerkat { binary } => {

@@ -28,7 +28,7 @@ class AdminServerTest {
             "connections", "cons", "configuration", "conf", "config", "dump", "watch_summary", "wchs", "watches",
             "wchc", "watches_by_path", "wchp", "is_read_only", "isro", "dirs", "hash", "get_trace_mask",
             "connection_stat_reset", "stat_reset", "observers", "zabstate", "voting_view", "leader",
-            "initial_configuration", "no_such_command");
+            "initial_configuration", "last_snapshot", "lsnp", "no_such_command");
 
     private static Servers.Pair pair;
     private static final ObjectMapper JSON = new ObjectMapper();
@@ -119,6 +119,16 @@ class AdminServerTest {
                     "outstanding_requests", "ephemerals_count", "approximate_data_size")) {
                 s.check(monitor.has(key), "monitor has " + key);
             }
+            // last_snapshot: a zxid in Long.toHexString form and its file's time in seconds,
+            // or ffffffffffffffff and -1 before the first snapshot.
+            JsonNode snap = JSON.readTree(get(s.server, "/commands/last_snapshot"));
+            String snapZxid = snap.path("zxid").asText();
+            long snapSeconds = snap.path("timestamp").asLong();
+            long nowSeconds = System.currentTimeMillis() / 1000;
+            s.check(snapZxid.matches("[0-9a-f]{1,16}"), "last_snapshot zxid is hex: " + snapZxid);
+            s.check(snapZxid.equals("ffffffffffffffff") ? snapSeconds == -1
+                    : snapSeconds > nowSeconds - 3600 && snapSeconds <= nowSeconds + 1,
+                    "last_snapshot timestamp is -1 or a recent time in seconds: " + snapSeconds);
             JsonNode env = JSON.readTree(get(s.server, "/commands/environment"));
             s.check(env.has("zookeeper.version") && env.has("host.name"), "environment has zookeeper.version and host.name");
         });

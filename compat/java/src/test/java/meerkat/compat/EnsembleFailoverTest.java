@@ -126,22 +126,35 @@ class EnsembleFailoverTest {
         final List<Path> logs = new ArrayList<>();
         final List<List<String>> commands = new ArrayList<>();
         final List<Path> dirs = new ArrayList<>();
+        /** Each member's AdminServer port, when started by {@link #startWithAdmin}. */
+        final List<Integer> adminPorts = new ArrayList<>();
+        private boolean admin;
 
         static Ensemble start(Flavor flavor) throws IOException {
             return start(flavor, "");
         }
 
+        /** With each member's AdminServer on (loopback, a port of its own). */
+        static Ensemble startWithAdmin(Flavor flavor) throws IOException {
+            Ensemble e = new Ensemble();
+            e.admin = true;
+            return e.begin(flavor, "");
+        }
+
         /** With `extraConfig` (zoo.cfg lines) added to every member's file. */
         static Ensemble start(Flavor flavor, String extraConfig) throws IOException {
-            Ensemble e = new Ensemble();
+            return new Ensemble().begin(flavor, extraConfig);
+        }
+
+        private Ensemble begin(Flavor flavor, String extraConfig) throws IOException {
             try {
-                e.launch(flavor, extraConfig);
-                e.awaitServing();
+                launch(flavor, extraConfig);
+                awaitServing();
             } catch (IOException | RuntimeException ex) {
-                e.close();
+                close();
                 throw ex;
             }
-            return e;
+            return this;
         }
 
         private void launch(Flavor flavor, String extraConfig) throws IOException {
@@ -157,10 +170,17 @@ class EnsembleFailoverTest {
             for (int i = 1; i <= SERVERS; i++) {
                 Path data = Files.createDirectories(dir.resolve("server-" + i));
                 Files.writeString(data.resolve("myid"), i + "\n");
+                String adminLines = "admin.enableServer=false\n";
+                if (admin) {
+                    int adminPort = FreePorts.next();
+                    adminPorts.add(adminPort);
+                    adminLines = "admin.enableServer=true\nadmin.serverAddress=127.0.0.1\nadmin.serverPort="
+                            + adminPort + "\n";
+                }
                 String cfg = "tickTime=" + TICK_MS + "\ninitLimit=10\nsyncLimit=5\n"
                         + "dataDir=" + data + "\nclientPort=" + clientPorts.get(i - 1) + "\n"
                         + "clientPortAddress=127.0.0.1\n4lw.commands.whitelist=*\n"
-                        + "admin.enableServer=false\n" + extraConfig + lines;
+                        + adminLines + extraConfig + lines;
                 Path cfgFile = data.resolve("zoo.cfg");
                 Files.writeString(cfgFile, cfg);
                 List<String> cmd = new ArrayList<>();
