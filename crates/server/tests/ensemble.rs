@@ -22,6 +22,10 @@ use support::*;
 /// How long an ensemble may take to elect and serve; generous for a loaded CI machine.
 const SERVING_WITHIN: Duration = Duration::from_secs(20);
 
+/// How long a member without a leader holds its clients: far above an election on a loaded
+/// machine (the default, one 100 ms tick here, would let a slow election close them).
+const FAILOVER_HOLD_MS: u64 = 2_000;
+
 /// Logs of the members, shown for a failing test (`RUST_LOG=debug` for more).
 fn init_logs() {
     let _ = tracing_subscriber::fmt()
@@ -96,7 +100,7 @@ impl Ensemble {
             None => String::new(),
         };
         let text = format!(
-            "tickTime=100\ninitLimit=20\nsyncLimit=5\ndataDir={}\nclientPort={}\nclientPortAddress=127.0.0.1\npreAllocSize=1024\nmaxSessionTimeout=60000\n4lw.commands.whitelist=*\n{}{}{admin}",
+            "tickTime=100\ninitLimit=20\nsyncLimit=5\nfailoverHoldMs={FAILOVER_HOLD_MS}\ndataDir={}\nclientPort={}\nclientPortAddress=127.0.0.1\npreAllocSize=1024\nmaxSessionTimeout=60000\n4lw.commands.whitelist=*\n{}{}{admin}",
             dir.display(),
             self.client_ports[sid - 1],
             self.lines,
