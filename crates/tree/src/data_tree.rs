@@ -7,13 +7,14 @@
 
 use crate::acl::{AclCache, AclList};
 use crate::arena::Arena;
+use crate::children::Children;
 use crate::digest::NodeDigest;
-use crate::node::{Children, Node, NodeId, NodeKind};
+use crate::node::{Node, NodeId, NodeKind, NodeView};
 use crate::path;
+use crate::record::NodeRecord;
 use proto::txn::{Txn, TxnBody, TxnHeader};
 use proto::{Acl, ErrorCode, Stat, StatPersisted};
 use std::collections::{BTreeSet, HashMap};
-use std::sync::Arc;
 
 /// What a transaction did, for the reply.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -155,24 +156,24 @@ impl DataTree {
     /// Sets the root (slot 0) as a snapshot recorded it.
     pub(crate) fn load_root(&mut self, data: Option<&[u8]>, acl: &[Acl], stat: StatPersisted) {
         let acl = self.acl_cache.intern(acl);
-        let data: Option<Arc<[u8]>> = data.map(Arc::from);
+        // The root's name is empty: its path is "/" and no parent looks it up.
+        let record = NodeRecord::new("", data, &stat);
         // Like every other node, the root's data counts in the size (its path does not).
-        self.data_size += data.as_ref().map_or(0, |d| d.len()) as u64;
+        self.data_size += record.data_len() as u64;
         match self.nodes.get_mut(ROOT) {
             Some(root) => {
-                self.data_size -= root.data.as_ref().map_or(0, |d| d.len()) as u64;
-                self.digest.remove("/", root.data.as_deref(), &root.stat);
-                root.data = data;
+                self.data_size -= root.record.data_len() as u64;
+                self.digest
+                    .remove("/", root.record.data(), &root.record.stat());
+                root.record = record;
                 root.acl = acl;
-                root.stat = stat;
-                self.digest.add("/", root.data.as_deref(), &root.stat);
+                self.digest.add("/", root.record.data(), &stat);
             }
             None => {
-                self.digest.add("/", data.as_deref(), &stat);
+                self.digest.add("/", record.data(), &stat);
                 self.alloc(Node {
-                    data,
+                    record,
                     acl,
-                    stat,
                     children: Children::default(),
                 });
             }
@@ -189,23 +190,28 @@ impl DataTree {
         acl: AclList,
         stat: StatPersisted,
     ) -> NodeId {
-        let data: Option<Arc<[u8]>> = data.map(Arc::from);
-        self.digest.add(node_path, data.as_deref(), &stat);
-        self.data_size += (node_path.len() + data.as_ref().map_or(0, |d| d.len())) as u64;
+        self.digest.add(node_path, data, &stat);
+        self.data_size += (node_path.len() + data.map_or(0, <[u8]>::len)) as u64;
         let owner = stat.ephemeral_owner;
         let id = self.alloc(Node {
-            data,
+            record: NodeRecord::new(path::name_of(node_path), data, &stat),
             acl,
-            stat,
             children: Children::default(),
         });
         self.index_kind(node_path, owner);
         id
     }
 
-    /// Gives a loaded node its complete child map.
-    pub(crate) fn set_children(&mut self, id: NodeId, children: Children) {
+    /// Gives a loaded node its complete set of children, whose names must be distinct.
+    pub(crate) fn set_children(&mut self, id: NodeId, ids: &[NodeId]) {
+        let nodes = &self.nodes;
+        let children = Children::from_ids(ids, |c| nodes.name(c));
         self.node_mut(id).children = children;
+    }
+
+    /// The name of a node in the arena (for the loader's order checks).
+    pub(crate) fn name_of(&self, id: NodeId) -> &str {
+        self.nodes.name(id)
     }
 
     /// The shared copy of an ACL list (for loaders that meet the same list many times).
@@ -262,15 +268,12 @@ impl DataTree {
         };
         self.digest.add(node_path, Some(&[]), &stat);
         let node = Node {
-            data: Some(Arc::from(&[][..])),
+            record: NodeRecord::new(path::name_of(node_path), Some(&[]), &stat),
             acl,
-            stat,
             children: Children::default(),
         };
         let id = self.alloc(node);
-        self.node_mut(parent)
-            .children
-            .insert(path::name_of(node_path), id);
+        self.link_child(parent, id);
         self.data_size += node_path.len() as u64;
     }
 
@@ -285,6 +288,28 @@ impl DataTree {
         }
     }
 
+    /// Adds node `id` (already in the arena, so its name can be read) to `parent`'s children.
+    fn link_child(&mut self, parent: NodeId, id: NodeId) {
+        let mut children = std::mem::take(&mut self.node_mut(parent).children);
+        let nodes = &self.nodes;
+        children.insert(id, |c| nodes.name(c));
+        self.node_mut(parent).children = children;
+    }
+
+    /// Removes the child called `name` from `parent`'s children.
+    fn unlink_child(&mut self, parent: NodeId, name: &str) -> Option<NodeId> {
+        let mut children = std::mem::take(&mut self.node_mut(parent).children);
+        let nodes = &self.nodes;
+        let removed = children.remove(name, |c| nodes.name(c));
+        self.node_mut(parent).children = children;
+        removed
+    }
+
+    fn child(&self, parent: NodeId, name: &str) -> Option<NodeId> {
+        let nodes = &self.nodes;
+        self.node_ref(parent).children.get(name, |c| nodes.name(c))
+    }
+
     fn release(&mut self, id: NodeId) -> Option<Node> {
         let node = self.nodes.take(id)?;
         self.node_count -= 1;
@@ -295,6 +320,10 @@ impl DataTree {
     fn node_ref(&self, id: NodeId) -> &Node {
         // Ids come only from child maps of live nodes, which are kept consistent by apply.
         self.nodes.get(id).expect("child map points at a live node")
+    }
+
+    fn view(&self, id: NodeId) -> NodeView<'_> {
+        self.node_ref(id).view(&self.nodes)
     }
 
     fn node_mut(&mut self, id: NodeId) -> &mut Node {
@@ -311,24 +340,25 @@ impl DataTree {
             return Some(id);
         }
         for name in node_path.strip_prefix('/')?.split('/') {
-            id = *self.node_ref(id).children.get(name)?;
+            id = self.child(id, name)?;
         }
         Some(id)
     }
 
     /// The znode at `path`, if any.
-    pub fn get(&self, node_path: &str) -> Option<&Node> {
-        self.find(node_path).map(|id| self.node_ref(id))
+    pub fn get(&self, node_path: &str) -> Option<NodeView<'_>> {
+        self.find(node_path)
+            .map(|id| self.node_ref(id).view(&self.nodes))
     }
 
     pub fn stat(&self, node_path: &str) -> Option<Stat> {
-        self.get(node_path).map(Node::stat)
+        self.get(node_path).map(|n| n.stat())
     }
 
     /// Child names in lexicographic order.
     pub fn children(&self, node_path: &str) -> Option<Vec<String>> {
         self.get(node_path)
-            .map(|n| n.children.keys().map(|k| k.to_string()).collect())
+            .map(|n| n.children.keys().map(str::to_string).collect())
     }
 
     /// Every descendant of `path` (ZooKeeper's getAllChildrenNumber).
@@ -339,7 +369,7 @@ impl DataTree {
         while let Some(id) = stack.pop() {
             let node = self.node_ref(id);
             count += node.children.len();
-            stack.extend(node.children.values().copied());
+            stack.extend(node.children.ids());
         }
         Some(count)
     }
@@ -497,7 +527,7 @@ impl DataTree {
         let parent_path = path::parent_of(node_path);
         let name = path::name_of(node_path);
         let parent_id = self.find(parent_path).ok_or(ErrorCode::NoNode)?;
-        if self.node_ref(parent_id).children.contains_key(name) {
+        if self.child(parent_id, name).is_some() {
             return Err(ErrorCode::NodeExists);
         }
         let stat = StatPersisted {
@@ -512,31 +542,30 @@ impl DataTree {
             pzxid: h.zxid,
         };
         let acl = self.acl_cache.intern(acl);
-        let data: Option<Arc<[u8]>> = data.as_deref().map(Arc::from);
-        self.digest.add(node_path, data.as_deref(), &stat);
-        self.data_size += (node_path.len() + data.as_ref().map_or(0, |d| d.len())) as u64;
+        let data = data.as_deref();
+        self.digest.add(node_path, data, &stat);
+        self.data_size += (node_path.len() + data.map_or(0, <[u8]>::len)) as u64;
         let node = Node {
-            data,
+            record: NodeRecord::new(name, data, &stat),
             acl,
-            stat,
             children: Children::default(),
         };
         let id = self.alloc(node);
-        self.update_parent(parent_path, parent_id, |parent| {
+        self.update_stat(parent_path, parent_id, |parent| {
             let cversion = if parent_cversion == -1 {
-                parent.stat.cversion + 1
+                parent.cversion + 1
             } else {
                 parent_cversion
             };
             // Only move forward: replaying an older create must not roll back cversion/pzxid.
-            if cversion > parent.stat.cversion {
-                parent.stat.cversion = cversion;
-                parent.stat.pzxid = h.zxid;
+            if cversion > parent.cversion {
+                parent.cversion = cversion;
+                parent.pzxid = h.zxid;
             }
-            parent.children.insert(name, id);
         });
+        self.link_child(parent_id, id);
         self.index_kind(node_path, owner);
-        let stat = self.node_ref(id).stat();
+        let stat = self.node_ref(id).view(&self.nodes).stat();
         let (acl, parent_acl) = (
             self.node_ref(id).acl.clone(),
             self.node_ref(parent_id).acl.clone(),
@@ -552,13 +581,21 @@ impl DataTree {
         })
     }
 
-    /// Runs `change` on the node at `node_path`, keeping the digest current.
-    fn update_parent(&mut self, node_path: &str, id: NodeId, change: impl FnOnce(&mut Node)) {
+    /// Runs `change` on the persisted stat of the node at `node_path`, keeping the digest
+    /// current. (Children are not in the digest, so linking and unlinking need no update.)
+    fn update_stat(
+        &mut self,
+        node_path: &str,
+        id: NodeId,
+        change: impl FnOnce(&mut StatPersisted),
+    ) {
         let Self { nodes, digest, .. } = self;
         let node = nodes.get_mut(id).expect("caller found this node");
-        digest.remove(node_path, node.data.as_deref(), &node.stat);
-        change(node);
-        digest.add(node_path, node.data.as_deref(), &node.stat);
+        let mut stat = node.record.stat();
+        digest.remove(node_path, node.record.data(), &stat);
+        change(&mut stat);
+        node.record = node.record.with_stat(&stat);
+        digest.add(node_path, node.record.data(), &stat);
     }
 
     fn delete(
@@ -573,25 +610,22 @@ impl DataTree {
         let parent_path = path::parent_of(node_path);
         let name = path::name_of(node_path);
         let parent_id = self.find(parent_path).ok_or(ErrorCode::NoNode)?;
-        let id = *self
-            .node_ref(parent_id)
-            .children
-            .get(name)
-            .ok_or(ErrorCode::NoNode)?;
+        let id = self.child(parent_id, name).ok_or(ErrorCode::NoNode)?;
         if !self.node_ref(id).children.is_empty() {
             return Err(ErrorCode::NotEmpty);
         }
-        self.update_parent(parent_path, parent_id, |parent| {
-            parent.children.remove(name);
-            if zxid > parent.stat.pzxid {
-                parent.stat.pzxid = zxid;
+        let unlinked = self.unlink_child(parent_id, name);
+        debug_assert_eq!(unlinked, Some(id));
+        self.update_stat(parent_path, parent_id, |parent| {
+            if zxid > parent.pzxid {
+                parent.pzxid = zxid;
             }
         });
         let node = self.release(id).ok_or(ErrorCode::NoNode)?;
-        self.digest
-            .remove(node_path, node.data.as_deref(), &node.stat);
-        self.data_size -= (node_path.len() + node.data.as_ref().map_or(0, |d| d.len())) as u64;
-        match NodeKind::of_owner(node.stat.ephemeral_owner) {
+        let stat = node.record.stat();
+        self.digest.remove(node_path, node.record.data(), &stat);
+        self.data_size -= (node_path.len() + node.record.data_len()) as u64;
+        match NodeKind::of_owner(stat.ephemeral_owner) {
             NodeKind::Ephemeral(session) => {
                 if let Some(set) = self.ephemerals.get_mut(&session) {
                     set.remove(node_path);
@@ -629,25 +663,28 @@ impl DataTree {
         triggers: &mut Vec<Trigger>,
     ) -> Result<TxnOutcome, ErrorCode> {
         let id = self.find(node_path).ok_or(ErrorCode::NoNode)?;
-        if h.zxid < self.node_ref(id).stat.czxid {
+        if h.zxid < self.node_ref(id).record.stat().czxid {
             // Replay of a change to an earlier node at this path (deleted and re-created since):
             // it must not touch the current node.
-            return Ok(TxnOutcome::Updated(self.node_ref(id).stat()));
+            return Ok(TxnOutcome::Updated(self.view(id).stat()));
         }
-        let old_len = self.node_ref(id).data.as_ref().map_or(0, |d| d.len()) as u64;
+        let old_len = self.node_ref(id).record.data_len() as u64;
         let new_len = data.as_ref().map_or(0, |d| d.len()) as u64;
-        self.update_parent(node_path, id, |node| {
-            node.data = data.as_deref().map(Arc::from);
-            node.stat.version = version;
-            node.stat.mzxid = h.zxid;
-            node.stat.mtime = h.time;
-        });
+        let Self { nodes, digest, .. } = self;
+        let node = nodes.get_mut(id).expect("found above");
+        let mut stat = node.record.stat();
+        digest.remove(node_path, node.record.data(), &stat);
+        stat.version = version;
+        stat.mzxid = h.zxid;
+        stat.mtime = h.time;
+        node.record = NodeRecord::new(node.record.name(), data.as_deref(), &stat);
+        digest.add(node_path, node.record.data(), &stat);
         self.data_size = self.data_size - old_len + new_len;
         triggers.push(Trigger::DataChanged(
             node_path.to_string(),
             self.node_ref(id).acl.clone(),
         ));
-        Ok(TxnOutcome::Updated(self.node_ref(id).stat()))
+        Ok(TxnOutcome::Updated(self.view(id).stat()))
     }
 
     fn set_acl(
@@ -658,16 +695,14 @@ impl DataTree {
         version: i32,
     ) -> Result<TxnOutcome, ErrorCode> {
         let id = self.find(node_path).ok_or(ErrorCode::NoNode)?;
-        if zxid < self.node_ref(id).stat.czxid {
-            return Ok(TxnOutcome::Updated(self.node_ref(id).stat()));
+        if zxid < self.node_ref(id).record.stat().czxid {
+            return Ok(TxnOutcome::Updated(self.view(id).stat()));
         }
         let acl = self.acl_cache.intern(acl);
-        self.update_parent(node_path, id, |node| {
-            node.acl = acl;
-            node.stat.aversion = version;
-        });
+        self.update_stat(node_path, id, |stat| stat.aversion = version);
+        self.node_mut(id).acl = acl;
         self.maybe_purge_acls();
-        Ok(TxnOutcome::Updated(self.node_ref(id).stat()))
+        Ok(TxnOutcome::Updated(self.view(id).stat()))
     }
 
     fn close_session(&mut self, h: &TxnHeader, paths: &[String], triggers: &mut Vec<Trigger>) {
@@ -696,7 +731,7 @@ impl DataTree {
     }
 
     /// Walks every node depth-first with its path (for dumps and tests).
-    pub fn for_each(&self, visit: impl FnMut(&str, &Node)) {
+    pub fn for_each(&self, visit: impl FnMut(&str, &NodeView<'_>)) {
         crate::snapshot::walk(&self.nodes, visit);
     }
 }
