@@ -2,34 +2,33 @@
 //!
 //! A snapshot must see the tree at one exact zxid while writes go on (DESIGN.md §5: consistent
 //! snapshots, not ZooKeeper's fuzzy ones). Freezing clones only the list of chunk pointers
-//! (a million nodes are about four thousand chunks); afterwards the first change to a chunk the
-//! frozen view still holds copies that one chunk. A chunk copy is cheap because a node is three
-//! shared pointers (record, ACL list, child set): 24 bytes, no data copied.
+//! (a million nodes are 62,500 chunks); afterwards the first change to a chunk the frozen view
+//! still holds copies that one chunk. A chunk copy is cheap because a node is two shared
+//! pointers (record, links): 16 bytes, no data copied.
 
 use crate::node::{Node, NodeId};
 use std::sync::Arc;
 
-/// Nodes per chunk. Writes during a snapshot copy each chunk they touch (384 bytes at this
+/// Nodes per chunk. Writes during a snapshot copy each chunk they touch (256 bytes at this
 /// size), so small chunks keep a snapshot under random writes from copying the whole arena; the
 /// chunk list a freeze clones is 62,500 pointers for a million nodes (a quarter millisecond).
 const CHUNK_LEN: usize = 16;
 
-type Chunk = Vec<Option<Node>>;
+/// A fixed array rather than a `Vec`: one allocation per chunk, no length or capacity.
+type Chunk = [Option<Node>; CHUNK_LEN];
 
 #[derive(Debug, Clone, Default)]
 pub struct Arena {
     chunks: Vec<Arc<Chunk>>,
-    /// Slots handed out so far (live or freed).
+    /// Slots handed out so far (live or freed); the slots after them in the last chunk are
+    /// empty and not free.
     len: usize,
 }
 
 impl Arena {
     pub fn get(&self, id: NodeId) -> Option<&Node> {
         let id = id as usize;
-        self.chunks
-            .get(id / CHUNK_LEN)?
-            .get(id % CHUNK_LEN)?
-            .as_ref()
+        self.chunks.get(id / CHUNK_LEN)?[id % CHUNK_LEN].as_ref()
     }
 
     /// The name of node `id` ("" for a free slot: callers pass ids from live child sets).
@@ -43,17 +42,20 @@ impl Arena {
     pub fn get_mut(&mut self, id: NodeId) -> Option<&mut Node> {
         let id = id as usize;
         let chunk = self.chunks.get_mut(id / CHUNK_LEN)?;
-        Arc::make_mut(chunk).get_mut(id % CHUNK_LEN)?.as_mut()
+        Arc::make_mut(chunk)[id % CHUNK_LEN].as_mut()
     }
 
     /// Puts a node in a fresh slot at the end.
     pub fn push(&mut self, node: Node) -> NodeId {
         let id = self.len;
+        assert!(id < NodeId::MAX as usize, "more nodes than ids");
         if id.is_multiple_of(CHUNK_LEN) {
-            self.chunks.push(Arc::new(Vec::with_capacity(CHUNK_LEN)));
+            self.chunks.push(Arc::new(std::array::from_fn(|_| None)));
         }
         let chunk = self.chunks.last_mut().expect("a chunk was just ensured");
-        Arc::make_mut(chunk).push(Some(node));
+        let slot = &mut Arc::make_mut(chunk)[id % CHUNK_LEN];
+        debug_assert!(slot.is_none(), "slot {id} past the end is taken");
+        *slot = Some(node);
         self.len += 1;
         id as NodeId
     }
@@ -61,15 +63,18 @@ impl Arena {
     /// Puts a node in a slot freed earlier. Returns the node back if the slot is not free.
     pub fn put(&mut self, id: NodeId, node: Node) -> Result<(), Node> {
         let i = id as usize;
+        if i >= self.len {
+            return Err(node);
+        }
         let Some(chunk) = self.chunks.get_mut(i / CHUNK_LEN) else {
             return Err(node);
         };
-        match Arc::make_mut(chunk).get_mut(i % CHUNK_LEN) {
-            Some(slot @ None) => {
+        match &mut Arc::make_mut(chunk)[i % CHUNK_LEN] {
+            slot @ None => {
                 *slot = Some(node);
                 Ok(())
             }
-            _ => Err(node),
+            Some(_) => Err(node),
         }
     }
 
@@ -77,7 +82,9 @@ impl Arena {
     pub fn take(&mut self, id: NodeId) -> Option<Node> {
         let i = id as usize;
         let chunk = self.chunks.get_mut(i / CHUNK_LEN)?;
-        Arc::make_mut(chunk).get_mut(i % CHUNK_LEN)?.take()
+        // Do not copy a shared chunk for nothing.
+        chunk[i % CHUNK_LEN].as_ref()?;
+        Arc::make_mut(chunk)[i % CHUNK_LEN].take()
     }
 
     /// A read-only view of the arena as it is now, unaffected by later changes.
@@ -98,10 +105,10 @@ mod tests {
             version,
             ..StatPersisted::default()
         };
+        let acl = acls.intern(&crate::acl::open_acl_unsafe());
         Node {
             record: crate::record::NodeRecord::new("n", None, &stat),
-            acl: acls.intern(&crate::acl::open_acl_unsafe()),
-            children: crate::children::Children::default(),
+            links: crate::links::LeafLinks::default().of(&acl),
         }
     }
 

@@ -9,12 +9,14 @@ use crate::acl::{AclCache, AclList};
 use crate::arena::Arena;
 use crate::children::Children;
 use crate::digest::NodeDigest;
+use crate::links::{LeafLinks, Links};
 use crate::node::{Node, NodeId, NodeKind, NodeView};
 use crate::path;
 use crate::record::NodeRecord;
 use proto::txn::{Txn, TxnBody, TxnHeader};
 use proto::{Acl, ErrorCode, Stat, StatPersisted};
 use std::collections::{BTreeSet, HashMap};
+use std::sync::Arc;
 
 /// What a transaction did, for the reply.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -88,6 +90,7 @@ pub struct DataTree {
     node_count: usize,
     data_size: u64,
     acl_cache: AclCache,
+    leaf_links: LeafLinks,
     /// Session id → timeout (ms). Sessions are replicated state, like ZooKeeper's.
     sessions: HashMap<i64, i32>,
     ephemerals: HashMap<i64, BTreeSet<String>>,
@@ -143,6 +146,7 @@ impl DataTree {
             node_count: 0,
             data_size: 0,
             acl_cache: AclCache::default(),
+            leaf_links: LeafLinks::default(),
             sessions: HashMap::new(),
             ephemerals: HashMap::new(),
             containers: BTreeSet::new(),
@@ -166,16 +170,13 @@ impl DataTree {
                 self.digest
                     .remove("/", root.record.data(), &root.record.stat());
                 root.record = record;
-                root.acl = acl;
                 self.digest.add("/", root.record.data(), &stat);
+                self.set_acl_of(ROOT, acl);
             }
             None => {
                 self.digest.add("/", record.data(), &stat);
-                self.alloc(Node {
-                    record,
-                    acl,
-                    children: Children::default(),
-                });
+                let links = self.leaf_links.of(&acl);
+                self.alloc(Node { record, links });
             }
         }
     }
@@ -193,10 +194,10 @@ impl DataTree {
         self.digest.add(node_path, data, &stat);
         self.data_size += (node_path.len() + data.map_or(0, <[u8]>::len)) as u64;
         let owner = stat.ephemeral_owner;
+        let links = self.leaf_links.of(&acl);
         let id = self.alloc(Node {
             record: NodeRecord::new(path::name_of(node_path), data, &stat),
-            acl,
-            children: Children::default(),
+            links,
         });
         self.index_kind(node_path, owner);
         id
@@ -206,7 +207,7 @@ impl DataTree {
     pub(crate) fn set_children(&mut self, id: NodeId, ids: &[NodeId]) {
         let nodes = &self.nodes;
         let children = Children::from_ids(ids, |c| nodes.name(c));
-        self.node_mut(id).children = children;
+        self.set_children_of(id, children);
     }
 
     /// The name of a node in the arena (for the loader's order checks).
@@ -269,8 +270,7 @@ impl DataTree {
         self.digest.add(node_path, Some(&[]), &stat);
         let node = Node {
             record: NodeRecord::new(path::name_of(node_path), Some(&[]), &stat),
-            acl,
-            children: Children::default(),
+            links: self.leaf_links.of(&acl),
         };
         let id = self.alloc(node);
         self.link_child(parent, id);
@@ -290,24 +290,63 @@ impl DataTree {
 
     /// Adds node `id` (already in the arena, so its name can be read) to `parent`'s children.
     fn link_child(&mut self, parent: NodeId, id: NodeId) {
-        let mut children = std::mem::take(&mut self.node_mut(parent).children);
+        let mut children = self.take_children(parent);
         let nodes = &self.nodes;
         children.insert(id, |c| nodes.name(c));
-        self.node_mut(parent).children = children;
+        self.set_children_of(parent, children);
     }
 
     /// Removes the child called `name` from `parent`'s children.
     fn unlink_child(&mut self, parent: NodeId, name: &str) -> Option<NodeId> {
-        let mut children = std::mem::take(&mut self.node_mut(parent).children);
+        let mut children = self.take_children(parent);
         let nodes = &self.nodes;
         let removed = children.remove(name, |c| nodes.name(c));
-        self.node_mut(parent).children = children;
+        self.set_children_of(parent, children);
         removed
+    }
+
+    /// Moves `id`'s children out (leaving it none), so that they can change while the arena
+    /// is read for names. Only the links are copied, if shared, never the child set.
+    fn take_children(&mut self, id: NodeId) -> Children {
+        let node = self.node_mut(id);
+        if node.links.children.is_empty() {
+            return Children::default();
+        }
+        std::mem::take(&mut Arc::make_mut(&mut node.links).children)
+    }
+
+    /// Gives `id` these children; a node left with none shares its ACL's leaf links again.
+    fn set_children_of(&mut self, id: NodeId, children: Children) {
+        let Self {
+            nodes, leaf_links, ..
+        } = self;
+        let node = nodes.get_mut(id).expect("caller found this node");
+        if children.is_empty() {
+            node.links = leaf_links.of(&node.links.acl);
+        } else {
+            Arc::make_mut(&mut node.links).children = children;
+        }
+    }
+
+    /// Gives `id` another ACL list, keeping its children.
+    fn set_acl_of(&mut self, id: NodeId, acl: AclList) {
+        let Self {
+            nodes, leaf_links, ..
+        } = self;
+        let node = nodes.get_mut(id).expect("caller found this node");
+        if node.links.children.is_empty() {
+            node.links = leaf_links.of(&acl);
+        } else {
+            let children = node.links.children.clone();
+            node.links = Arc::new(Links { acl, children });
+        }
     }
 
     fn child(&self, parent: NodeId, name: &str) -> Option<NodeId> {
         let nodes = &self.nodes;
-        self.node_ref(parent).children.get(name, |c| nodes.name(c))
+        self.node_ref(parent)
+            .children()
+            .get(name, |c| nodes.name(c))
     }
 
     fn release(&mut self, id: NodeId) -> Option<Node> {
@@ -368,8 +407,8 @@ impl DataTree {
         let mut stack = vec![id];
         while let Some(id) = stack.pop() {
             let node = self.node_ref(id);
-            count += node.children.len();
-            stack.extend(node.children.ids());
+            count += node.children().len();
+            stack.extend(node.children().ids());
         }
         Some(count)
     }
@@ -547,8 +586,7 @@ impl DataTree {
         self.data_size += (node_path.len() + data.map_or(0, <[u8]>::len)) as u64;
         let node = Node {
             record: NodeRecord::new(name, data, &stat),
-            acl,
-            children: Children::default(),
+            links: self.leaf_links.of(&acl),
         };
         let id = self.alloc(node);
         self.update_stat(parent_path, parent_id, |parent| {
@@ -567,8 +605,8 @@ impl DataTree {
         self.index_kind(node_path, owner);
         let stat = self.node_ref(id).view(&self.nodes).stat();
         let (acl, parent_acl) = (
-            self.node_ref(id).acl.clone(),
-            self.node_ref(parent_id).acl.clone(),
+            self.node_ref(id).acl().clone(),
+            self.node_ref(parent_id).acl().clone(),
         );
         triggers.push(Trigger::Created(node_path.to_string(), acl));
         triggers.push(Trigger::ChildrenChanged(
@@ -611,7 +649,7 @@ impl DataTree {
         let name = path::name_of(node_path);
         let parent_id = self.find(parent_path).ok_or(ErrorCode::NoNode)?;
         let id = self.child(parent_id, name).ok_or(ErrorCode::NoNode)?;
-        if !self.node_ref(id).children.is_empty() {
+        if !self.node_ref(id).children().is_empty() {
             return Err(ErrorCode::NotEmpty);
         }
         let unlinked = self.unlink_child(parent_id, name);
@@ -642,10 +680,10 @@ impl DataTree {
             }
             NodeKind::Persistent => {}
         }
-        let deleted_acl = node.acl.clone();
+        let deleted_acl = node.acl().clone();
         drop(node);
         self.maybe_purge_acls();
-        let parent_acl = self.node_ref(parent_id).acl.clone();
+        let parent_acl = self.node_ref(parent_id).acl().clone();
         triggers.push(Trigger::Deleted(node_path.to_string(), deleted_acl));
         triggers.push(Trigger::ChildrenChanged(
             parent_path.to_string(),
@@ -682,7 +720,7 @@ impl DataTree {
         self.data_size = self.data_size - old_len + new_len;
         triggers.push(Trigger::DataChanged(
             node_path.to_string(),
-            self.node_ref(id).acl.clone(),
+            self.node_ref(id).acl().clone(),
         ));
         Ok(TxnOutcome::Updated(self.view(id).stat()))
     }
@@ -700,7 +738,7 @@ impl DataTree {
         }
         let acl = self.acl_cache.intern(acl);
         self.update_stat(node_path, id, |stat| stat.aversion = version);
-        self.node_mut(id).acl = acl;
+        self.set_acl_of(id, acl);
         self.maybe_purge_acls();
         Ok(TxnOutcome::Updated(self.view(id).stat()))
     }
@@ -725,6 +763,8 @@ impl DataTree {
     /// doubled since the last sweep, so the sweep costs O(1) amortised per change.
     fn maybe_purge_acls(&mut self) {
         if self.acl_cache.len() > self.acl_purge_at {
+            // Leaf links hold their ACL lists: drop the unused ones first.
+            self.leaf_links.purge_unused();
             self.acl_cache.purge_unused();
             self.acl_purge_at = (2 * self.acl_cache.len()).max(ACL_PURGE_MIN);
         }

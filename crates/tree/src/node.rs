@@ -1,15 +1,17 @@
 //! One znode as stored, and the view of it readers get.
 //!
-//! A stored node is three pointers: its [`NodeRecord`] (stat, name, data), its shared ACL list
-//! and its [`Children`]. The node does not store its own path; its name is in its record, and
-//! its parent's child set finds it by that name. Copying a node (when a snapshot holds its arena
-//! chunk, see [`crate::arena`]) costs three reference-count increments.
+//! A stored node is two pointers: its [`NodeRecord`] (stat, name, data) and its [`Links`] (ACL
+//! list and children, shared by leaves). The node does not store its own path; its name is in
+//! its record, and its parent's child set finds it by that name. Copying a node (when a
+//! snapshot holds its arena chunk, see [`crate::arena`]) costs two reference-count increments.
 
 use crate::acl::AclList;
 use crate::arena::Arena;
 use crate::children::Children;
+use crate::links::Links;
 use crate::record::NodeRecord;
 use proto::{Stat, StatPersisted};
+use std::sync::Arc;
 
 /// Index of a node in the tree's arena.
 pub type NodeId = u32;
@@ -17,18 +19,25 @@ pub type NodeId = u32;
 #[derive(Debug, Clone)]
 pub struct Node {
     pub(crate) record: NodeRecord,
-    pub(crate) acl: AclList,
-    pub(crate) children: Children,
+    pub(crate) links: Arc<Links>,
 }
 
 impl Node {
+    pub(crate) fn acl(&self) -> &AclList {
+        &self.links.acl
+    }
+
+    pub(crate) fn children(&self) -> &Children {
+        &self.links.children
+    }
+
     pub(crate) fn view<'a>(&'a self, arena: &'a Arena) -> NodeView<'a> {
         NodeView {
             data: self.record.data(),
             stat: self.record.stat(),
-            acl: &self.acl,
+            acl: &self.links.acl,
             children: ChildNames {
-                children: &self.children,
+                children: &self.links.children,
                 arena,
             },
         }

@@ -70,8 +70,8 @@ pub(crate) fn walk(arena: &Arena, mut visit: impl FnMut(&str, &NodeView<'_>)) {
             path::join(&frame.path, node.record.name())
         };
         visit(&node_path, &node.view(arena));
-        if !node.children.is_empty() {
-            let mut pending = node.children.sorted(|c| arena.name(c));
+        if !node.children().is_empty() {
+            let mut pending = node.children().sorted(|c| arena.name(c));
             pending.reverse();
             stack.push(Frame {
                 path: node_path,
