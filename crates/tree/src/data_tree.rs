@@ -775,3 +775,85 @@ impl DataTree {
         crate::snapshot::walk(&self.nodes, visit);
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use proto::txn::{CreateTxn, DeleteTxn, SetAclTxn};
+
+    fn apply(tree: &mut DataTree, zxid: i64, body: TxnBody) -> TxnOutcome {
+        let header = TxnHeader {
+            client_id: 1,
+            cxid: 0,
+            zxid,
+            time: zxid,
+            op_type: 0,
+        };
+        tree.apply(&Txn { header, body }, &mut Vec::new())
+    }
+
+    fn create(path: &str, acl: &[Acl]) -> TxnBody {
+        TxnBody::Create(CreateTxn {
+            path: path.into(),
+            data: Some(b"d".to_vec()),
+            acl: acl.to_vec(),
+            ephemeral: false,
+            parent_cversion: -1,
+        })
+    }
+
+    fn set_acl(path: &str, acl: &[Acl]) -> TxnBody {
+        TxnBody::SetAcl(SetAclTxn {
+            path: path.into(),
+            acl: acl.to_vec(),
+            version: 1,
+        })
+    }
+
+    fn acl_of(tree: &DataTree, path: &str) -> Vec<Acl> {
+        tree.get(path).expect("node").acl.to_vec()
+    }
+
+    /// Leaves share their links: a node's ACL must survive gaining and losing children, a
+    /// setACL must not reach the other leaves that shared them, and a frozen view must keep
+    /// what it saw.
+    #[test]
+    fn shared_links_keep_each_nodes_acl_and_children() {
+        let open = crate::acl::open_acl_unsafe();
+        let read = vec![Acl {
+            perms: proto::watch::perms::READ,
+            id: proto::Id {
+                scheme: "world".into(),
+                id: "anyone".into(),
+            },
+        }];
+        let mut tree = DataTree::new();
+        apply(&mut tree, 1, create("/a", &open));
+        apply(&mut tree, 2, create("/b", &open));
+        apply(&mut tree, 3, create("/a/x", &read));
+        let frozen = tree.freeze();
+        apply(&mut tree, 4, set_acl("/a", &read));
+        assert_eq!(acl_of(&tree, "/a"), read);
+        assert_eq!(acl_of(&tree, "/b"), open);
+        assert_eq!(tree.children("/a"), Some(vec!["x".to_string()]));
+        apply(
+            &mut tree,
+            5,
+            TxnBody::Delete(DeleteTxn {
+                path: "/a/x".into(),
+            }),
+        );
+        assert_eq!(acl_of(&tree, "/a"), read);
+        assert_eq!(tree.children("/a"), Some(vec![]));
+        apply(&mut tree, 6, set_acl("/b", &read));
+        apply(&mut tree, 7, create("/b/y", &open));
+        assert_eq!(acl_of(&tree, "/b"), read);
+        assert_eq!(acl_of(&tree, "/b/y"), open);
+        let mut seen = Vec::new();
+        frozen.for_each(|p, n| seen.push((p.to_string(), n.acl.to_vec(), n.children.len())));
+        let a = seen.iter().find(|(p, ..)| p == "/a").expect("/a frozen");
+        assert_eq!((a.1.clone(), a.2), (open.clone(), 1));
+        assert!(seen.iter().any(|(p, acl, _)| p == "/a/x" && *acl == read));
+        assert!(!seen.iter().any(|(p, ..)| p == "/b/y"));
+    }
+}
