@@ -86,6 +86,9 @@ impl Trigger {
 #[derive(Debug)]
 pub struct DataTree {
     nodes: Arena,
+    /// [`crate::children::name_hash32`] of each node's name, by id: growing a child set
+    /// rehashes from here instead of reading every child's name (4 bytes a node).
+    name_hashes: Vec<u32>,
     free: Vec<NodeId>,
     node_count: usize,
     data_size: u64,
@@ -142,6 +145,7 @@ impl DataTree {
     pub(crate) fn empty() -> DataTree {
         DataTree {
             nodes: Arena::default(),
+            name_hashes: Vec::new(),
             free: Vec::new(),
             node_count: 0,
             data_size: 0,
@@ -279,20 +283,28 @@ impl DataTree {
 
     fn alloc(&mut self, node: Node) -> NodeId {
         self.node_count += 1;
-        match self.free.pop() {
+        let hash = crate::children::name_hash32(node.record.name());
+        let id = match self.free.pop() {
             Some(id) => match self.nodes.put(id, node) {
                 Ok(()) => id,
                 Err(node) => self.nodes.push(node),
             },
             None => self.nodes.push(node),
+        };
+        let i = id as usize;
+        if i >= self.name_hashes.len() {
+            self.name_hashes.resize(i + 1, 0);
         }
+        self.name_hashes[i] = hash;
+        id
     }
 
     /// Adds node `id` (already in the arena, so its name can be read) to `parent`'s children.
     fn link_child(&mut self, parent: NodeId, id: NodeId) {
         let mut children = self.take_children(parent);
-        let nodes = &self.nodes;
-        children.insert(id, |c| nodes.name(c));
+        let (nodes, hashes) = (&self.nodes, &self.name_hashes);
+        // Every id in a child set was allocated, so it has a hash.
+        children.insert(id, |c| nodes.name(c), |c| hashes[c as usize]);
         self.set_children_of(parent, children);
     }
 
