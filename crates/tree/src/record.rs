@@ -14,8 +14,8 @@
 //! ctime as they are; mzxid and pzxid as (wrapping) differences from czxid, mtime from ctime,
 //! these being normally forward and small; the versions as their 32 bits. ephemeralOwner (a
 //! session id, using all 64 bits) takes 8 little-endian bytes. A znode of 100 bytes named with
-//! up to 10 characters then takes at most 128 bytes fresh and, after setData within a few
-//! million transactions and hours of its creation, at most 136: one glibc size class (144)
+//! up to 10 characters then takes at most 128 bytes fresh and, after setData within 2 million
+//! transactions and 3 days of its creation, at most 136: one glibc size class (144)
 //! either way, so updates reuse freed chunks (a record that moved to a bigger class on its first
 //! setData left holes that cost 45 MB per 700,000 updates in a measurement).
 
