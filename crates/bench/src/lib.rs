@@ -10,7 +10,7 @@
 //! * [`wire`], [`load`]: a pipelined load generator that speaks the protocol itself;
 //!   [`failover`]: the same, surviving servers that die.
 //! * [`scenarios`]: the experiments; [`report`], [`plot`]: table, JSON and PNG charts;
-//!   [`cpu`]: /proc accounting.
+//!   [`cpu`], [`rss`]: /proc accounting.
 
 pub mod brokers;
 pub mod cpu;
@@ -20,6 +20,7 @@ pub mod load;
 pub mod null_server;
 pub mod plot;
 pub mod report;
+pub mod rss;
 pub mod scenarios;
 pub mod target;
 pub mod wire;
@@ -74,6 +75,9 @@ pub enum Scenario {
     /// leader last; the other members' clients' broken connections, failed writes and longest
     /// write gap.
     RollingRestart,
+    /// DESIGN.md §9: a standalone server's RSS after 200,000 (--full: 1,000,000) znodes of
+    /// 100 bytes, and its peak while a snapshot of them is written.
+    Memory,
 }
 
 impl Scenario {
@@ -95,6 +99,7 @@ impl Scenario {
             Scenario::Failures => "failures",
             Scenario::Restore => "restore",
             Scenario::RollingRestart => "rolling-restart",
+            Scenario::Memory => "memory",
         }
     }
 
@@ -122,6 +127,9 @@ impl Scenario {
             Scenario::Snapshot if servers != 1 => Some(
                 "snapshot runs meerkat's snapshot code in process: --servers does not apply".into(),
             ),
+            Scenario::Memory if servers != 1 => {
+                Some("memory measures one standalone server's process".into())
+            }
             Scenario::Restart if servers != 1 => Some(
                 "restart measures a standalone server; `restore` is its ensemble counterpart"
                     .into(),
@@ -296,6 +304,7 @@ pub async fn run(
         Scenario::Failures => scenarios::failures::failures(&ctx).await?,
         Scenario::Restore => scenarios::failures::restore(&ctx).await?,
         Scenario::RollingRestart => scenarios::rolling::rolling_restart(&ctx).await?,
+        Scenario::Memory => scenarios::memory::memory(&ctx).await?,
     };
     ctx.progress.finish_and_clear();
     let report = Report {

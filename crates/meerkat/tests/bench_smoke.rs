@@ -285,3 +285,21 @@ fn check_queue_jobs(r: &serde_json::Value, systems: &[&str]) {
         assert!(job["seconds"].as_f64().unwrap() > 0.0, "{t}: {job}");
     }
 }
+
+/// `memory` reports one figure per target and point (no chart): every row has both meerkat
+/// modes' values, and the loaded RSS was read (a report, not a bound: the bench judges that).
+#[test]
+fn memory_writes_a_complete_report() {
+    let targets = ["meerkat", "meerkat-diskless"];
+    let r = run("memory", "meerkat,meerkat-diskless");
+    check_rows(&r, &targets);
+    let rows = r["rows"].as_array().expect("rows");
+    let loaded = rows
+        .iter()
+        .find(|row| row["metric"] == "RSS MB, loaded")
+        .expect("a loaded row");
+    for t in targets {
+        let mb = loaded["values"][t].as_f64().expect("a value");
+        assert!(mb > 0.0, "{t}: no RSS read");
+    }
+}

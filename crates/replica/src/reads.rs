@@ -38,7 +38,7 @@ pub(crate) fn execute<S: Store>(
             let node = readable(replica, conn, &r.path)?;
             let stat = node.stat();
             let frame = replica.reply_with(xid, zxid, |w| {
-                w.write_buffer(node.data.as_deref());
+                w.write_buffer(node.data);
                 stat.encode(w);
             });
             if r.watch {
@@ -67,7 +67,7 @@ pub(crate) fn execute<S: Store>(
         Request::GetAcl(r) => {
             let node = replica.tree.get(&r.path).ok_or(ErrorCode::NoNode)?;
             check_acl(
-                &node.acl,
+                node.acl,
                 perms::READ | perms::ADMIN,
                 &replica.auth_ids(conn),
             )?;
@@ -176,9 +176,9 @@ fn readable<'c, S: Store>(
     replica: &'c Replica<S>,
     conn: ConnId,
     node_path: &str,
-) -> Result<&'c tree::node::Node, ErrorCode> {
+) -> Result<tree::node::NodeView<'c>, ErrorCode> {
     let node = replica.tree.get(node_path).ok_or(ErrorCode::NoNode)?;
-    check_acl(&node.acl, perms::READ, &replica.auth_ids(conn))?;
+    check_acl(node.acl, perms::READ, &replica.auth_ids(conn))?;
     Ok(node)
 }
 
@@ -194,7 +194,7 @@ fn exists<S: Store>(
         return Err(ErrorCode::BadArguments);
     }
     if let Some(node) = replica.tree.get(&r.path) {
-        check_acl(&node.acl, perms::READ, &replica.auth_ids(conn))?;
+        check_acl(node.acl, perms::READ, &replica.auth_ids(conn))?;
     }
     if r.watch {
         replica.register_watch(conn, &r.path, WatchKind::Data);

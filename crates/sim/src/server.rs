@@ -287,7 +287,7 @@ pub fn write_result(zxid: Zxid, outcome: &TxnOutcome) -> OpResult {
 pub fn read_value(tree: &DataTree, key: usize) -> NodeValue {
     tree.get(KEYS[key]).map(|node| {
         (
-            node.data.as_deref().map(<[u8]>::to_vec).unwrap_or_default(),
+            node.data.map(<[u8]>::to_vec).unwrap_or_default(),
             node.stat.version,
         )
     })

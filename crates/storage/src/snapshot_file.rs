@@ -272,7 +272,7 @@ fn encode(
         let mut w = Writer::wrap(std::mem::take(&mut scratch));
         w.write_raw(&[TAG_NODE]);
         w.write_ustring(node_path);
-        w.write_buffer(node.data.as_deref());
+        w.write_buffer(node.data);
         w.write_i32(acl_id as i32);
         node.stat.encode(&mut w);
         if let Err(e) = out.record(w.as_slice()) {

@@ -7,9 +7,12 @@
 
 use crate::acl::{AclCache, AclList};
 use crate::arena::Arena;
+use crate::children::Children;
 use crate::digest::NodeDigest;
-use crate::node::{Children, Node, NodeId, NodeKind};
+use crate::links::{LeafLinks, Links};
+use crate::node::{Node, NodeId, NodeKind, NodeView};
 use crate::path;
+use crate::record::NodeRecord;
 use proto::txn::{Txn, TxnBody, TxnHeader};
 use proto::{Acl, ErrorCode, Stat, StatPersisted};
 use std::collections::{BTreeSet, HashMap};
@@ -83,10 +86,14 @@ impl Trigger {
 #[derive(Debug)]
 pub struct DataTree {
     nodes: Arena,
+    /// [`crate::children::name_hash32`] of each node's name, by id: growing a child set
+    /// rehashes from here instead of reading every child's name (4 bytes a node).
+    name_hashes: Vec<u32>,
     free: Vec<NodeId>,
     node_count: usize,
     data_size: u64,
     acl_cache: AclCache,
+    leaf_links: LeafLinks,
     /// Session id → timeout (ms). Sessions are replicated state, like ZooKeeper's.
     sessions: HashMap<i64, i32>,
     ephemerals: HashMap<i64, BTreeSet<String>>,
@@ -138,10 +145,12 @@ impl DataTree {
     pub(crate) fn empty() -> DataTree {
         DataTree {
             nodes: Arena::default(),
+            name_hashes: Vec::new(),
             free: Vec::new(),
             node_count: 0,
             data_size: 0,
             acl_cache: AclCache::default(),
+            leaf_links: LeafLinks::default(),
             sessions: HashMap::new(),
             ephemerals: HashMap::new(),
             containers: BTreeSet::new(),
@@ -155,26 +164,23 @@ impl DataTree {
     /// Sets the root (slot 0) as a snapshot recorded it.
     pub(crate) fn load_root(&mut self, data: Option<&[u8]>, acl: &[Acl], stat: StatPersisted) {
         let acl = self.acl_cache.intern(acl);
-        let data: Option<Arc<[u8]>> = data.map(Arc::from);
+        // The root's name is empty: its path is "/" and no parent looks it up.
+        let record = NodeRecord::new("", data, &stat);
         // Like every other node, the root's data counts in the size (its path does not).
-        self.data_size += data.as_ref().map_or(0, |d| d.len()) as u64;
+        self.data_size += record.data_len() as u64;
         match self.nodes.get_mut(ROOT) {
             Some(root) => {
-                self.data_size -= root.data.as_ref().map_or(0, |d| d.len()) as u64;
-                self.digest.remove("/", root.data.as_deref(), &root.stat);
-                root.data = data;
-                root.acl = acl;
-                root.stat = stat;
-                self.digest.add("/", root.data.as_deref(), &root.stat);
+                self.data_size -= root.record.data_len() as u64;
+                self.digest
+                    .remove("/", root.record.data(), &root.record.stat());
+                root.record = record;
+                self.digest.add("/", root.record.data(), &stat);
+                self.set_acl_of(ROOT, acl);
             }
             None => {
-                self.digest.add("/", data.as_deref(), &stat);
-                self.alloc(Node {
-                    data,
-                    acl,
-                    stat,
-                    children: Children::default(),
-                });
+                self.digest.add("/", record.data(), &stat);
+                let links = self.leaf_links.of(&acl);
+                self.alloc(Node { record, links });
             }
         }
     }
@@ -189,23 +195,28 @@ impl DataTree {
         acl: AclList,
         stat: StatPersisted,
     ) -> NodeId {
-        let data: Option<Arc<[u8]>> = data.map(Arc::from);
-        self.digest.add(node_path, data.as_deref(), &stat);
-        self.data_size += (node_path.len() + data.as_ref().map_or(0, |d| d.len())) as u64;
+        self.digest.add(node_path, data, &stat);
+        self.data_size += (node_path.len() + data.map_or(0, <[u8]>::len)) as u64;
         let owner = stat.ephemeral_owner;
+        let links = self.leaf_links.of(&acl);
         let id = self.alloc(Node {
-            data,
-            acl,
-            stat,
-            children: Children::default(),
+            record: NodeRecord::new(path::name_of(node_path), data, &stat),
+            links,
         });
         self.index_kind(node_path, owner);
         id
     }
 
-    /// Gives a loaded node its complete child map.
-    pub(crate) fn set_children(&mut self, id: NodeId, children: Children) {
-        self.node_mut(id).children = children;
+    /// Gives a loaded node its complete set of children, whose names must be distinct.
+    pub(crate) fn set_children(&mut self, id: NodeId, ids: &[NodeId]) {
+        let nodes = &self.nodes;
+        let children = Children::from_ids(ids, |c| nodes.name(c));
+        self.set_children_of(id, children);
+    }
+
+    /// The name of a node in the arena (for the loader's order checks).
+    pub(crate) fn name_of(&self, id: NodeId) -> &str {
+        self.nodes.name(id)
     }
 
     /// The shared copy of an ACL list (for loaders that meet the same list many times).
@@ -262,27 +273,92 @@ impl DataTree {
         };
         self.digest.add(node_path, Some(&[]), &stat);
         let node = Node {
-            data: Some(Arc::from(&[][..])),
-            acl,
-            stat,
-            children: Children::default(),
+            record: NodeRecord::new(path::name_of(node_path), Some(&[]), &stat),
+            links: self.leaf_links.of(&acl),
         };
         let id = self.alloc(node);
-        self.node_mut(parent)
-            .children
-            .insert(path::name_of(node_path), id);
+        self.link_child(parent, id);
         self.data_size += node_path.len() as u64;
     }
 
     fn alloc(&mut self, node: Node) -> NodeId {
         self.node_count += 1;
-        match self.free.pop() {
+        let hash = crate::children::name_hash32(node.record.name());
+        let id = match self.free.pop() {
             Some(id) => match self.nodes.put(id, node) {
                 Ok(()) => id,
                 Err(node) => self.nodes.push(node),
             },
             None => self.nodes.push(node),
+        };
+        let i = id as usize;
+        if i >= self.name_hashes.len() {
+            self.name_hashes.resize(i + 1, 0);
         }
+        self.name_hashes[i] = hash;
+        id
+    }
+
+    /// Adds node `id` (already in the arena, so its name can be read) to `parent`'s children.
+    fn link_child(&mut self, parent: NodeId, id: NodeId) {
+        let mut children = self.take_children(parent);
+        let (nodes, hashes) = (&self.nodes, &self.name_hashes);
+        // Every id in a child set was allocated, so it has a hash.
+        children.insert(id, |c| nodes.name(c), |c| hashes[c as usize]);
+        self.set_children_of(parent, children);
+    }
+
+    /// Removes the child called `name` from `parent`'s children.
+    fn unlink_child(&mut self, parent: NodeId, name: &str) -> Option<NodeId> {
+        let mut children = self.take_children(parent);
+        let nodes = &self.nodes;
+        let removed = children.remove(name, |c| nodes.name(c));
+        self.set_children_of(parent, children);
+        removed
+    }
+
+    /// Moves `id`'s children out (leaving it none), so that they can change while the arena
+    /// is read for names. Only the links are copied, if shared, never the child set.
+    fn take_children(&mut self, id: NodeId) -> Children {
+        let node = self.node_mut(id);
+        if node.links.children.is_empty() {
+            return Children::default();
+        }
+        std::mem::take(&mut Arc::make_mut(&mut node.links).children)
+    }
+
+    /// Gives `id` these children; a node left with none shares its ACL's leaf links again.
+    fn set_children_of(&mut self, id: NodeId, children: Children) {
+        let Self {
+            nodes, leaf_links, ..
+        } = self;
+        let node = nodes.get_mut(id).expect("caller found this node");
+        if children.is_empty() {
+            node.links = leaf_links.of(&node.links.acl);
+        } else {
+            Arc::make_mut(&mut node.links).children = children;
+        }
+    }
+
+    /// Gives `id` another ACL list, keeping its children.
+    fn set_acl_of(&mut self, id: NodeId, acl: AclList) {
+        let Self {
+            nodes, leaf_links, ..
+        } = self;
+        let node = nodes.get_mut(id).expect("caller found this node");
+        if node.links.children.is_empty() {
+            node.links = leaf_links.of(&acl);
+        } else {
+            let children = node.links.children.clone();
+            node.links = Arc::new(Links { acl, children });
+        }
+    }
+
+    fn child(&self, parent: NodeId, name: &str) -> Option<NodeId> {
+        let nodes = &self.nodes;
+        self.node_ref(parent)
+            .children()
+            .get(name, |c| nodes.name(c))
     }
 
     fn release(&mut self, id: NodeId) -> Option<Node> {
@@ -295,6 +371,10 @@ impl DataTree {
     fn node_ref(&self, id: NodeId) -> &Node {
         // Ids come only from child maps of live nodes, which are kept consistent by apply.
         self.nodes.get(id).expect("child map points at a live node")
+    }
+
+    fn view(&self, id: NodeId) -> NodeView<'_> {
+        self.node_ref(id).view(&self.nodes)
     }
 
     fn node_mut(&mut self, id: NodeId) -> &mut Node {
@@ -311,24 +391,25 @@ impl DataTree {
             return Some(id);
         }
         for name in node_path.strip_prefix('/')?.split('/') {
-            id = *self.node_ref(id).children.get(name)?;
+            id = self.child(id, name)?;
         }
         Some(id)
     }
 
     /// The znode at `path`, if any.
-    pub fn get(&self, node_path: &str) -> Option<&Node> {
-        self.find(node_path).map(|id| self.node_ref(id))
+    pub fn get(&self, node_path: &str) -> Option<NodeView<'_>> {
+        self.find(node_path)
+            .map(|id| self.node_ref(id).view(&self.nodes))
     }
 
     pub fn stat(&self, node_path: &str) -> Option<Stat> {
-        self.get(node_path).map(Node::stat)
+        self.get(node_path).map(|n| n.stat())
     }
 
     /// Child names in lexicographic order.
     pub fn children(&self, node_path: &str) -> Option<Vec<String>> {
         self.get(node_path)
-            .map(|n| n.children.keys().map(|k| k.to_string()).collect())
+            .map(|n| n.children.keys().map(str::to_string).collect())
     }
 
     /// Every descendant of `path` (ZooKeeper's getAllChildrenNumber).
@@ -338,8 +419,8 @@ impl DataTree {
         let mut stack = vec![id];
         while let Some(id) = stack.pop() {
             let node = self.node_ref(id);
-            count += node.children.len();
-            stack.extend(node.children.values().copied());
+            count += node.children().len();
+            stack.extend(node.children().ids());
         }
         Some(count)
     }
@@ -497,7 +578,7 @@ impl DataTree {
         let parent_path = path::parent_of(node_path);
         let name = path::name_of(node_path);
         let parent_id = self.find(parent_path).ok_or(ErrorCode::NoNode)?;
-        if self.node_ref(parent_id).children.contains_key(name) {
+        if self.child(parent_id, name).is_some() {
             return Err(ErrorCode::NodeExists);
         }
         let stat = StatPersisted {
@@ -512,34 +593,32 @@ impl DataTree {
             pzxid: h.zxid,
         };
         let acl = self.acl_cache.intern(acl);
-        let data: Option<Arc<[u8]>> = data.as_deref().map(Arc::from);
-        self.digest.add(node_path, data.as_deref(), &stat);
-        self.data_size += (node_path.len() + data.as_ref().map_or(0, |d| d.len())) as u64;
+        let data = data.as_deref();
+        self.digest.add(node_path, data, &stat);
+        self.data_size += (node_path.len() + data.map_or(0, <[u8]>::len)) as u64;
         let node = Node {
-            data,
-            acl,
-            stat,
-            children: Children::default(),
+            record: NodeRecord::new(name, data, &stat),
+            links: self.leaf_links.of(&acl),
         };
         let id = self.alloc(node);
-        self.update_parent(parent_path, parent_id, |parent| {
+        self.update_stat(parent_path, parent_id, |parent| {
             let cversion = if parent_cversion == -1 {
-                parent.stat.cversion + 1
+                parent.cversion + 1
             } else {
                 parent_cversion
             };
             // Only move forward: replaying an older create must not roll back cversion/pzxid.
-            if cversion > parent.stat.cversion {
-                parent.stat.cversion = cversion;
-                parent.stat.pzxid = h.zxid;
+            if cversion > parent.cversion {
+                parent.cversion = cversion;
+                parent.pzxid = h.zxid;
             }
-            parent.children.insert(name, id);
         });
+        self.link_child(parent_id, id);
         self.index_kind(node_path, owner);
-        let stat = self.node_ref(id).stat();
+        let stat = self.node_ref(id).view(&self.nodes).stat();
         let (acl, parent_acl) = (
-            self.node_ref(id).acl.clone(),
-            self.node_ref(parent_id).acl.clone(),
+            self.node_ref(id).acl().clone(),
+            self.node_ref(parent_id).acl().clone(),
         );
         triggers.push(Trigger::Created(node_path.to_string(), acl));
         triggers.push(Trigger::ChildrenChanged(
@@ -552,13 +631,21 @@ impl DataTree {
         })
     }
 
-    /// Runs `change` on the node at `node_path`, keeping the digest current.
-    fn update_parent(&mut self, node_path: &str, id: NodeId, change: impl FnOnce(&mut Node)) {
+    /// Runs `change` on the persisted stat of the node at `node_path`, keeping the digest
+    /// current. (Children are not in the digest, so linking and unlinking need no update.)
+    fn update_stat(
+        &mut self,
+        node_path: &str,
+        id: NodeId,
+        change: impl FnOnce(&mut StatPersisted),
+    ) {
         let Self { nodes, digest, .. } = self;
         let node = nodes.get_mut(id).expect("caller found this node");
-        digest.remove(node_path, node.data.as_deref(), &node.stat);
-        change(node);
-        digest.add(node_path, node.data.as_deref(), &node.stat);
+        let mut stat = node.record.stat();
+        digest.remove(node_path, node.record.data(), &stat);
+        change(&mut stat);
+        node.record = node.record.with_stat(&stat);
+        digest.add(node_path, node.record.data(), &stat);
     }
 
     fn delete(
@@ -573,25 +660,22 @@ impl DataTree {
         let parent_path = path::parent_of(node_path);
         let name = path::name_of(node_path);
         let parent_id = self.find(parent_path).ok_or(ErrorCode::NoNode)?;
-        let id = *self
-            .node_ref(parent_id)
-            .children
-            .get(name)
-            .ok_or(ErrorCode::NoNode)?;
-        if !self.node_ref(id).children.is_empty() {
+        let id = self.child(parent_id, name).ok_or(ErrorCode::NoNode)?;
+        if !self.node_ref(id).children().is_empty() {
             return Err(ErrorCode::NotEmpty);
         }
-        self.update_parent(parent_path, parent_id, |parent| {
-            parent.children.remove(name);
-            if zxid > parent.stat.pzxid {
-                parent.stat.pzxid = zxid;
+        let unlinked = self.unlink_child(parent_id, name);
+        debug_assert_eq!(unlinked, Some(id));
+        self.update_stat(parent_path, parent_id, |parent| {
+            if zxid > parent.pzxid {
+                parent.pzxid = zxid;
             }
         });
         let node = self.release(id).ok_or(ErrorCode::NoNode)?;
-        self.digest
-            .remove(node_path, node.data.as_deref(), &node.stat);
-        self.data_size -= (node_path.len() + node.data.as_ref().map_or(0, |d| d.len())) as u64;
-        match NodeKind::of_owner(node.stat.ephemeral_owner) {
+        let stat = node.record.stat();
+        self.digest.remove(node_path, node.record.data(), &stat);
+        self.data_size -= (node_path.len() + node.record.data_len()) as u64;
+        match NodeKind::of_owner(stat.ephemeral_owner) {
             NodeKind::Ephemeral(session) => {
                 if let Some(set) = self.ephemerals.get_mut(&session) {
                     set.remove(node_path);
@@ -608,10 +692,10 @@ impl DataTree {
             }
             NodeKind::Persistent => {}
         }
-        let deleted_acl = node.acl.clone();
+        let deleted_acl = node.acl().clone();
         drop(node);
         self.maybe_purge_acls();
-        let parent_acl = self.node_ref(parent_id).acl.clone();
+        let parent_acl = self.node_ref(parent_id).acl().clone();
         triggers.push(Trigger::Deleted(node_path.to_string(), deleted_acl));
         triggers.push(Trigger::ChildrenChanged(
             parent_path.to_string(),
@@ -629,25 +713,28 @@ impl DataTree {
         triggers: &mut Vec<Trigger>,
     ) -> Result<TxnOutcome, ErrorCode> {
         let id = self.find(node_path).ok_or(ErrorCode::NoNode)?;
-        if h.zxid < self.node_ref(id).stat.czxid {
+        if h.zxid < self.node_ref(id).record.stat().czxid {
             // Replay of a change to an earlier node at this path (deleted and re-created since):
             // it must not touch the current node.
-            return Ok(TxnOutcome::Updated(self.node_ref(id).stat()));
+            return Ok(TxnOutcome::Updated(self.view(id).stat()));
         }
-        let old_len = self.node_ref(id).data.as_ref().map_or(0, |d| d.len()) as u64;
+        let old_len = self.node_ref(id).record.data_len() as u64;
         let new_len = data.as_ref().map_or(0, |d| d.len()) as u64;
-        self.update_parent(node_path, id, |node| {
-            node.data = data.as_deref().map(Arc::from);
-            node.stat.version = version;
-            node.stat.mzxid = h.zxid;
-            node.stat.mtime = h.time;
-        });
+        let Self { nodes, digest, .. } = self;
+        let node = nodes.get_mut(id).expect("found above");
+        let mut stat = node.record.stat();
+        digest.remove(node_path, node.record.data(), &stat);
+        stat.version = version;
+        stat.mzxid = h.zxid;
+        stat.mtime = h.time;
+        node.record = NodeRecord::new(node.record.name(), data.as_deref(), &stat);
+        digest.add(node_path, node.record.data(), &stat);
         self.data_size = self.data_size - old_len + new_len;
         triggers.push(Trigger::DataChanged(
             node_path.to_string(),
-            self.node_ref(id).acl.clone(),
+            self.node_ref(id).acl().clone(),
         ));
-        Ok(TxnOutcome::Updated(self.node_ref(id).stat()))
+        Ok(TxnOutcome::Updated(self.view(id).stat()))
     }
 
     fn set_acl(
@@ -658,16 +745,14 @@ impl DataTree {
         version: i32,
     ) -> Result<TxnOutcome, ErrorCode> {
         let id = self.find(node_path).ok_or(ErrorCode::NoNode)?;
-        if zxid < self.node_ref(id).stat.czxid {
-            return Ok(TxnOutcome::Updated(self.node_ref(id).stat()));
+        if zxid < self.node_ref(id).record.stat().czxid {
+            return Ok(TxnOutcome::Updated(self.view(id).stat()));
         }
         let acl = self.acl_cache.intern(acl);
-        self.update_parent(node_path, id, |node| {
-            node.acl = acl;
-            node.stat.aversion = version;
-        });
+        self.update_stat(node_path, id, |stat| stat.aversion = version);
+        self.set_acl_of(id, acl);
         self.maybe_purge_acls();
-        Ok(TxnOutcome::Updated(self.node_ref(id).stat()))
+        Ok(TxnOutcome::Updated(self.view(id).stat()))
     }
 
     fn close_session(&mut self, h: &TxnHeader, paths: &[String], triggers: &mut Vec<Trigger>) {
@@ -690,13 +775,97 @@ impl DataTree {
     /// doubled since the last sweep, so the sweep costs O(1) amortised per change.
     fn maybe_purge_acls(&mut self) {
         if self.acl_cache.len() > self.acl_purge_at {
+            // Leaf links hold their ACL lists: drop the unused ones first.
+            self.leaf_links.purge_unused();
             self.acl_cache.purge_unused();
             self.acl_purge_at = (2 * self.acl_cache.len()).max(ACL_PURGE_MIN);
         }
     }
 
     /// Walks every node depth-first with its path (for dumps and tests).
-    pub fn for_each(&self, visit: impl FnMut(&str, &Node)) {
+    pub fn for_each(&self, visit: impl FnMut(&str, &NodeView<'_>)) {
         crate::snapshot::walk(&self.nodes, visit);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use proto::txn::{CreateTxn, DeleteTxn, SetAclTxn};
+
+    fn apply(tree: &mut DataTree, zxid: i64, body: TxnBody) -> TxnOutcome {
+        let header = TxnHeader {
+            client_id: 1,
+            cxid: 0,
+            zxid,
+            time: zxid,
+            op_type: 0,
+        };
+        tree.apply(&Txn { header, body }, &mut Vec::new())
+    }
+
+    fn create(path: &str, acl: &[Acl]) -> TxnBody {
+        TxnBody::Create(CreateTxn {
+            path: path.into(),
+            data: Some(b"d".to_vec()),
+            acl: acl.to_vec(),
+            ephemeral: false,
+            parent_cversion: -1,
+        })
+    }
+
+    fn set_acl(path: &str, acl: &[Acl]) -> TxnBody {
+        TxnBody::SetAcl(SetAclTxn {
+            path: path.into(),
+            acl: acl.to_vec(),
+            version: 1,
+        })
+    }
+
+    fn acl_of(tree: &DataTree, path: &str) -> Vec<Acl> {
+        tree.get(path).expect("node").acl.to_vec()
+    }
+
+    /// Leaves share their links: a node's ACL must survive gaining and losing children, a
+    /// setACL must not reach the other leaves that shared them, and a frozen view must keep
+    /// what it saw.
+    #[test]
+    fn shared_links_keep_each_nodes_acl_and_children() {
+        let open = crate::acl::open_acl_unsafe();
+        let read = vec![Acl {
+            perms: proto::watch::perms::READ,
+            id: proto::Id {
+                scheme: "world".into(),
+                id: "anyone".into(),
+            },
+        }];
+        let mut tree = DataTree::new();
+        apply(&mut tree, 1, create("/a", &open));
+        apply(&mut tree, 2, create("/b", &open));
+        apply(&mut tree, 3, create("/a/x", &read));
+        let frozen = tree.freeze();
+        apply(&mut tree, 4, set_acl("/a", &read));
+        assert_eq!(acl_of(&tree, "/a"), read);
+        assert_eq!(acl_of(&tree, "/b"), open);
+        assert_eq!(tree.children("/a"), Some(vec!["x".to_string()]));
+        apply(
+            &mut tree,
+            5,
+            TxnBody::Delete(DeleteTxn {
+                path: "/a/x".into(),
+            }),
+        );
+        assert_eq!(acl_of(&tree, "/a"), read);
+        assert_eq!(tree.children("/a"), Some(vec![]));
+        apply(&mut tree, 6, set_acl("/b", &read));
+        apply(&mut tree, 7, create("/b/y", &open));
+        assert_eq!(acl_of(&tree, "/b"), read);
+        assert_eq!(acl_of(&tree, "/b/y"), open);
+        let mut seen = Vec::new();
+        frozen.for_each(|p, n| seen.push((p.to_string(), n.acl.to_vec(), n.children.len())));
+        let a = seen.iter().find(|(p, ..)| p == "/a").expect("/a frozen");
+        assert_eq!((a.1.clone(), a.2), (open.clone(), 1));
+        assert!(seen.iter().any(|(p, acl, _)| p == "/a/x" && *acl == read));
+        assert!(!seen.iter().any(|(p, ..)| p == "/b/y"));
     }
 }

@@ -7,17 +7,23 @@
 //!   state ([`pending`]) in ZooKeeper's order of checks.
 //! * [`acl`]: schemes, permission checks, ACL interning.
 //! * [`node`], [`path`], [`digest`]: a znode, path syntax, the incremental tree digest.
+//! * [`record`], [`children`], [`links`]: a znode's stat, name and data packed in one
+//!   allocation; its children as a set of ids keyed by those names; its ACL list and children
+//!   behind one pointer that leaves share (DESIGN.md §9's memory target).
 //! * [`arena`], [`snapshot`]: copy-on-write node storage, so a consistent snapshot can be
 //!   written while writes continue; the loader that rebuilds a tree from one.
 
 pub mod acl;
 pub mod arena;
+pub mod children;
 pub mod data_tree;
 pub mod digest;
+pub mod links;
 pub mod node;
 pub mod path;
 pub mod pending;
 pub mod prep;
+pub mod record;
 pub mod snapshot;
 
 pub use data_tree::{DataTree, Trigger, TxnOutcome};

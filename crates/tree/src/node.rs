@@ -1,71 +1,89 @@
-//! One znode as stored: data, a shared ACL list, persisted stat and children by name.
-//! The node does not store its own path or name; its parent's child map holds the name once.
+//! One znode as stored, and the view of it readers get.
 //!
-//! Data and the child map are shared pointers so that copying a node (when a snapshot holds
-//! its arena chunk, see [`crate::arena`]) costs a few reference-count increments.
+//! A stored node is two pointers: its [`NodeRecord`] (stat, name, data) and its [`Links`] (ACL
+//! list and children, shared by leaves). The node does not store its own path; its name is in
+//! its record, and its parent's child set finds it by that name. Copying a node (when a
+//! snapshot holds its arena chunk, see [`crate::arena`]) costs two reference-count increments.
 
 use crate::acl::AclList;
+use crate::arena::Arena;
+use crate::children::Children;
+use crate::links::Links;
+use crate::record::NodeRecord;
 use proto::{Stat, StatPersisted};
-use std::collections::BTreeMap;
-use std::ops::Deref;
-use std::sync::{Arc, OnceLock};
+use std::sync::Arc;
 
 /// Index of a node in the tree's arena.
 pub type NodeId = u32;
 
 #[derive(Debug, Clone)]
 pub struct Node {
-    pub data: Option<Arc<[u8]>>,
-    pub acl: AclList,
-    pub stat: StatPersisted,
-    pub children: Children,
-}
-
-/// A node's children by name, in name order. Copy-on-write: a copy shares the map until one
-/// side changes it, and every childless node shares one empty map (no allocation per leaf).
-#[derive(Debug, Clone)]
-pub struct Children(Arc<BTreeMap<Arc<str>, NodeId>>);
-
-impl Default for Children {
-    fn default() -> Self {
-        static EMPTY: OnceLock<Arc<BTreeMap<Arc<str>, NodeId>>> = OnceLock::new();
-        Children(EMPTY.get_or_init(|| Arc::new(BTreeMap::new())).clone())
-    }
-}
-
-impl Deref for Children {
-    type Target = BTreeMap<Arc<str>, NodeId>;
-    fn deref(&self) -> &Self::Target {
-        &self.0
-    }
-}
-
-impl Children {
-    /// A map built in one pass from names already in strictly increasing order.
-    pub fn from_sorted(children: Vec<(Arc<str>, NodeId)>) -> Children {
-        if children.is_empty() {
-            return Children::default();
-        }
-        Children(Arc::new(children.into_iter().collect()))
-    }
-
-    pub fn insert(&mut self, name: &str, id: NodeId) {
-        Arc::make_mut(&mut self.0).insert(name.into(), id);
-    }
-
-    pub fn remove(&mut self, name: &str) -> Option<NodeId> {
-        if !self.0.contains_key(name) {
-            return None;
-        }
-        let removed = Arc::make_mut(&mut self.0).remove(name);
-        if self.0.is_empty() {
-            *self = Children::default();
-        }
-        removed
-    }
+    pub(crate) record: NodeRecord,
+    pub(crate) links: Arc<Links>,
 }
 
 impl Node {
+    pub(crate) fn acl(&self) -> &AclList {
+        &self.links.acl
+    }
+
+    pub(crate) fn children(&self) -> &Children {
+        &self.links.children
+    }
+
+    pub(crate) fn view<'a>(&'a self, arena: &'a Arena) -> NodeView<'a> {
+        NodeView {
+            data: self.record.data(),
+            stat: self.record.stat(),
+            acl: &self.links.acl,
+            children: ChildNames {
+                children: &self.links.children,
+                arena,
+            },
+        }
+    }
+}
+
+/// A znode as readers see it: data, persisted stat, ACL and children.
+#[derive(Debug, Clone)]
+pub struct NodeView<'a> {
+    pub data: Option<&'a [u8]>,
+    pub stat: StatPersisted,
+    pub acl: &'a AclList,
+    pub children: ChildNames<'a>,
+}
+
+/// A node's children, named.
+#[derive(Clone)]
+pub struct ChildNames<'a> {
+    children: &'a Children,
+    arena: &'a Arena,
+}
+
+impl std::fmt::Debug for ChildNames<'_> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_list().entries(self.keys()).finish()
+    }
+}
+
+impl<'a> ChildNames<'a> {
+    pub fn len(&self) -> usize {
+        self.children.len()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.children.is_empty()
+    }
+
+    /// Child names in name order.
+    pub fn keys(&self) -> impl Iterator<Item = &'a str> + use<'a> {
+        let arena = self.arena;
+        let sorted = self.children.sorted(|id| arena.name(id));
+        sorted.into_iter().map(move |id| arena.name(id))
+    }
+}
+
+impl NodeView<'_> {
     /// The client-visible Stat (`DataNode.copyStat`): the persisted fields plus dataLength and
     /// numChildren. The stored cversion counts creates (it names sequential children); clients
     /// see creates plus deletes, i.e. `2 × creates − children still present`. Containers and
@@ -86,14 +104,14 @@ impl Node {
             cversion: s.cversion.wrapping_mul(2).wrapping_sub(num_children),
             aversion: s.aversion,
             ephemeral_owner,
-            data_length: self.data.as_ref().map_or(0, |d| d.len() as i32),
+            data_length: self.data.map_or(0, |d| d.len() as i32),
             num_children,
             pzxid: s.pzxid,
         }
     }
 
     pub fn data_vec(&self) -> Option<Vec<u8>> {
-        self.data.as_ref().map(|d| d.to_vec())
+        self.data.map(<[u8]>::to_vec)
     }
 }
 

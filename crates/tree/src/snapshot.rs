@@ -8,10 +8,9 @@
 use crate::acl::AclList;
 use crate::arena::Arena;
 use crate::data_tree::{DataTree, ROOT};
-use crate::node::{Children, Node, NodeId};
+use crate::node::{NodeId, NodeView};
 use crate::path;
 use proto::{Acl, StatPersisted};
-use std::sync::Arc;
 
 /// A read-only copy of the whole replicated state at [`TreeSnapshot::zxid`].
 #[derive(Debug, Clone)]
@@ -44,23 +43,49 @@ impl TreeSnapshot {
     }
 
     /// Every node, parents before children, children in name order.
-    pub fn for_each(&self, visit: impl FnMut(&str, &Node)) {
+    pub fn for_each(&self, visit: impl FnMut(&str, &NodeView<'_>)) {
         walk(&self.arena, visit);
     }
 }
 
-/// Depth-first pre-order walk with full paths.
-pub(crate) fn walk(arena: &Arena, mut visit: impl FnMut(&str, &Node)) {
-    let mut stack = vec![("/".to_string(), ROOT)];
-    while let Some((node_path, id)) = stack.pop() {
+/// Depth-first pre-order walk with full paths, children in name order.
+pub(crate) fn walk(arena: &Arena, mut visit: impl FnMut(&str, &NodeView<'_>)) {
+    // Paths are built as the walk descends: the stack holds ids, not paths, so a parent with a
+    // million children costs four bytes per child here, not a path string each.
+    let mut stack: Vec<Frame> = vec![Frame {
+        path: "/".to_string(),
+        pending: vec![ROOT],
+    }];
+    while let Some(frame) = stack.last_mut() {
+        let Some(id) = frame.pending.pop() else {
+            stack.pop();
+            continue;
+        };
         let Some(node) = arena.get(id) else {
             continue;
         };
-        visit(&node_path, node);
-        for (name, child) in node.children.iter().rev() {
-            stack.push((path::join(&node_path, name), *child));
+        let node_path = if id == ROOT {
+            "/".to_string()
+        } else {
+            path::join(&frame.path, node.record.name())
+        };
+        visit(&node_path, &node.view(arena));
+        if !node.children().is_empty() {
+            let mut pending = node.children().sorted(|c| arena.name(c));
+            pending.reverse();
+            stack.push(Frame {
+                path: node_path,
+                pending,
+            });
         }
     }
+}
+
+/// A node whose children the walk is visiting: its path, and its children still to visit
+/// (last in name order first, so that popping gives name order).
+struct Frame {
+    path: String,
+    pending: Vec<NodeId>,
 }
 
 /// Why a snapshot's contents do not make a valid tree.
@@ -94,7 +119,7 @@ pub struct TreeLoader {
 struct OpenNode {
     path: String,
     id: NodeId,
-    children: Vec<(Arc<str>, NodeId)>,
+    children: Vec<NodeId>,
 }
 
 impl Default for TreeLoader {
@@ -162,18 +187,14 @@ impl TreeLoader {
         let Some(parent) = self.open.last() else {
             return Err(LoadError::Orphan(node_path.to_string()));
         };
-        match parent.children.last() {
-            Some((last, _)) if &**last == name => {
-                return Err(LoadError::Duplicate(node_path.to_string()))
-            }
-            Some((last, _)) if &**last > name => {
-                return Err(LoadError::OutOfOrder(node_path.to_string()))
-            }
+        match parent.children.last().map(|&last| self.tree.name_of(last)) {
+            Some(last) if last == name => return Err(LoadError::Duplicate(node_path.to_string())),
+            Some(last) if last > name => return Err(LoadError::OutOfOrder(node_path.to_string())),
             _ => {}
         }
         let id = self.tree.load_unlinked(node_path, data, acl, stat);
         if let Some(parent) = self.open.last_mut() {
-            parent.children.push((name.into(), id));
+            parent.children.push(id);
         }
         self.open.push(OpenNode {
             path: node_path.to_string(),
@@ -186,8 +207,7 @@ impl TreeLoader {
     /// Gives the innermost open node its child map.
     fn close_last(&mut self) {
         if let Some(done) = self.open.pop() {
-            self.tree
-                .set_children(done.id, Children::from_sorted(done.children));
+            self.tree.set_children(done.id, &done.children);
         }
     }
 

@@ -27,7 +27,7 @@ fn load(snapshot: &TreeSnapshot) -> Result<DataTree, LoadError> {
     let mut result = Ok(());
     snapshot.for_each(|p, n| {
         if result.is_ok() {
-            result = loader.add_node(p, n.data.as_deref(), &n.acl, n.stat.clone());
+            result = loader.add_node(p, n.data, n.acl, n.stat.clone());
         }
     });
     result?;
@@ -136,7 +136,7 @@ fn the_loader_rejects_what_is_not_a_tree() {
     let mut wrong_digest = TreeLoader::new();
     frozen.for_each(|p, n| {
         wrong_digest
-            .add_node(p, n.data.as_deref(), &n.acl, n.stat.clone())
+            .add_node(p, n.data, n.acl, n.stat.clone())
             .expect("valid");
     });
     assert!(matches!(

@@ -125,11 +125,11 @@ fn encode<W: Write>(
             return;
         }
         let zk_path = if path == "/" { "" } else { path };
-        digest = digest.wrapping_add(node_digest(zk_path, node.data.as_deref(), &node.stat));
+        digest = digest.wrapping_add(node_digest(zk_path, node.data, &node.stat));
         let st = &node.stat;
         let result = (|| {
             s.string(zk_path)?;
-            s.buffer(node.data.as_deref())?;
+            s.buffer(node.data)?;
             s.i64(numbers.get(&node.acl[..]).copied().unwrap_or(-1))?;
             for v in [st.czxid, st.mzxid, st.ctime, st.mtime] {
                 s.i64(v)?;

@@ -13,6 +13,7 @@
 //! * [`ensemble`]: leader-only (paper Fig. 6) and broadcast (paper Fig. 7).
 //! * [`failures`]: failures (paper Fig. 8) and restore (thesis Fig. 5.4); [`rolling`]: a
 //!   rolling restart (SIGTERM each member in turn, the leader last).
+//! * [`memory`]: RSS with a million znodes, and its peak during a snapshot (DESIGN.md §9).
 //!
 //! With `--servers N` every target but `null` runs as an ensemble of N servers and clients
 //! spread over them round-robin; `null` stays one in-process server. `meerkat-diskless` gets
@@ -21,6 +22,7 @@
 pub mod barrier;
 pub mod ensemble;
 pub mod failures;
+pub mod memory;
 pub mod persistence;
 pub mod queue;
 pub mod queue_vs_brokers;
@@ -394,7 +396,7 @@ pub fn steps(scenario: crate::Scenario, ctx_targets: usize, scale: Scale, server
     let t = ctx_targets as u64;
     match scenario {
         S::SyncCreate | S::SyncGet => 2 * t,
-        S::GroupCommit | S::Failures | S::RollingRestart => t,
+        S::GroupCommit | S::Failures | S::RollingRestart | S::Memory => t,
         S::Cpu => 2 * t,
         S::CreateLatency => 3 * t,
         S::ReadRatio => scale.pick(3, 6, 11) * t,

@@ -191,12 +191,27 @@ async fn restart_one(ctx: &Context, n: usize) -> anyhow::Result<(Vec<Row>, serde
 /// Creates `n` znodes of 300 bytes, `/fill/<tag>c<c>-<i>`, with 8 pipelined clients spread
 /// over `addrs`.
 pub async fn fill(addrs: &[std::net::SocketAddr], n: usize, tag: &str) -> anyhow::Result<()> {
-    let clients = 8;
+    fill_under(addrs, "/fill", tag, n, 300).await
+}
+
+/// Clients [`fill_under`] spreads its creates over.
+pub const FILL_CLIENTS: usize = 8;
+
+/// Creates `n` znodes of `len` bytes, `<parent>/<tag>c<c>-<i>` for client `c` and its `i`-th
+/// create, with [`FILL_CLIENTS`] pipelined clients spread over `addrs`.
+pub async fn fill_under(
+    addrs: &[std::net::SocketAddr],
+    parent: &str,
+    tag: &str,
+    n: usize,
+    len: usize,
+) -> anyhow::Result<()> {
+    let clients = FILL_CLIENTS;
     let per_client = n.div_ceil(clients);
     let mut tasks = Vec::new();
     for c in 0..clients {
         let addr = addrs[c % addrs.len()];
-        let prefix = format!("/fill/{tag}c{c}-");
+        let prefix = format!("{parent}/{tag}c{c}-");
         tasks.push(tokio::spawn(async move {
             use tokio::io::AsyncWriteExt;
             let mut session = crate::wire::Session::open(addr, 30_000).await?;
@@ -209,7 +224,7 @@ pub async fn fill(addrs: &[std::net::SocketAddr], n: usize, tag: &str) -> anyhow
                     crate::wire::encode_request(
                         &mut out,
                         sent as i32 + 1,
-                        &create_request(format!("{prefix}{sent}"), 300, 0),
+                        &create_request(format!("{prefix}{sent}"), len, 0),
                     );
                     sent += 1;
                 }
