@@ -62,6 +62,14 @@ impl PlantedBug {
     pub fn from_name(name: &str) -> Option<PlantedBug> {
         Self::ALL.into_iter().find(|b| b.name() == name)
     }
+
+    /// A bug whose damage other rules of the protocol prevent by design: the simulator must
+    /// find nothing, which proves those rules hold. `abdicate-before-caught-up`: links are
+    /// FIFO, so every proposal reaches the successor before ABDICATE does; the successor
+    /// establishes only once its own log is durable; discovery drops a learner ahead of it.
+    pub fn must_stay_harmless(self) -> bool {
+        matches!(self, PlantedBug::AbdicateBeforeCaughtUp)
+    }
 }
 
 #[derive(Debug, Clone)]
