@@ -45,6 +45,8 @@ diskless_not_applicable() {
         skip-truncate) echo "no log to truncate; a whole checkpoint's kept tail can only be re-proposed by a later epoch, a valid order" ;;
         durable-before-fsync) echo "no log, so no fsync to report before" ;;
         stale-durable-after-truncate) echo "a diskless report is made at the append, from memory: it never names what the cut removed" ;;
+        drop-log-at-snap) echo "no log for a leader's snapshot to drop: diskless installs it at once by design" ;;
+        keep-superseded-snapshots) echo "a diskless snapshot holds committed state only and no log continues it: a newer one left behind is a prefix of the leader's history, which the failure checkpoint's later proposals complete" ;;
         *) return 1 ;;
     esac
 }
@@ -84,6 +86,7 @@ if [[ "${1:-}" == "--all-bugs" ]]; then
         # Zab's bugs, then the host's (replica and storage).
         bugs="$bugs drop-when-backlog-full reply-before-event learner-expires-sessions forget-refused-expiry hold-forever resend-logged keep-work-of-lost-members"
         bugs="$bugs durable-before-fsync keep-checkpoint-after-ack stale-durable-after-truncate"
+        bugs="$bugs keep-superseded-snapshots drop-log-at-snap"
     fi
     for bug in $bugs; do
         if [[ -n "$diskless" ]] && why=$(diskless_not_applicable "$bug"); then

@@ -15,7 +15,16 @@ pub trait Store {
     /// Drops every logged transaction after `zxid` (TRUNC).
     fn truncate_log_after(&mut self, zxid: i64) -> Result<(), StorageError>;
     /// Saves a leader's snapshot as this server's whole state and returns the tree it holds.
-    fn replace_with_snapshot(&mut self, image: &[u8]) -> Result<DataTree, StorageError>;
+    /// It replaces the log once the log holds the leader's stream up to `stream_end` durably
+    /// (see [`Store::log_durable`]).
+    fn replace_with_snapshot(
+        &mut self,
+        image: &[u8],
+        stream_end: i64,
+    ) -> Result<DataTree, StorageError>;
+    /// The log holds every proposal up to `zxid` durably; called before anything is
+    /// acknowledged on that report (a leader's snapshot may commit here).
+    fn log_durable(&mut self, zxid: i64) -> Result<(), StorageError>;
     /// Called after each applied transaction: the snapshot policy of the mode.
     fn applied(&mut self, tree: &DataTree);
     /// Called now and then with nothing applied: diskless busy snapshots catch up.
@@ -51,8 +60,15 @@ impl Store for storage::Persistence {
     fn truncate_log_after(&mut self, zxid: i64) -> Result<(), StorageError> {
         storage::Persistence::truncate_log_after(self, zxid)
     }
-    fn replace_with_snapshot(&mut self, image: &[u8]) -> Result<DataTree, StorageError> {
-        storage::Persistence::replace_with_snapshot(self, image)
+    fn replace_with_snapshot(
+        &mut self,
+        image: &[u8],
+        stream_end: i64,
+    ) -> Result<DataTree, StorageError> {
+        storage::Persistence::replace_with_snapshot(self, image, stream_end)
+    }
+    fn log_durable(&mut self, zxid: i64) -> Result<(), StorageError> {
+        storage::Persistence::log_durable(self, zxid)
     }
     fn applied(&mut self, tree: &DataTree) {
         storage::Persistence::applied(self, tree)

@@ -129,7 +129,7 @@ impl World {
                 self.server_mut(sid).disk.truncate(z);
                 self.maybe_start_fsync(sid);
             }
-            Action::SaveSnapshot { zxid, image } => {
+            Action::SaveSnapshot { zxid, image, .. } => {
                 self.trace.event(self.now, sid, "save-snapshot", 0, zxid.0);
                 if self.opts.diskless {
                     self.save_leader_snapshot_diskless(sid, zxid, image);

@@ -11,6 +11,7 @@
 //!   ([`stepped_log`]: group commit when the host flushes), so the deterministic simulator runs
 //!   this very code.
 //! * [`recovery`]: newest valid snapshot + log replay; torn tails cut, damage refused.
+//! * [`replacement`]: a leader's snapshot replacing the log, atomic across crashes.
 //! * [`purge`], [`inspect`]: retention; listing, verification and repair for operators.
 //! * [`fs`], [`faulty_fs`]: the file operations used, and a file system that forgets unsynced
 //!   data, for crash tests.
@@ -34,6 +35,7 @@ pub mod purge;
 pub mod recent_samples;
 pub mod record;
 pub mod recovery;
+pub mod replacement;
 pub mod snapshot_file;
 mod snapshot_job;
 pub mod stepped_log;

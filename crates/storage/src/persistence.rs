@@ -66,6 +66,15 @@ pub struct SnapshotStats {
     pub recent_millis: crate::recent_samples::RecentSamples,
 }
 
+/// A leader's snapshot saved but not yet standing in for the log it replaces.
+#[derive(Debug, Clone, Copy)]
+struct Replacing {
+    /// The snapshot's zxid.
+    zxid: i64,
+    /// It commits once the log is durable up to here: the end of the leader's stream.
+    commit_at: i64,
+}
+
 /// The log writer: a thread, or stepped by the host.
 enum Log {
     Thread(GroupCommit),
@@ -143,6 +152,9 @@ pub struct Persistence {
     pending_snapshot: Option<SnapshotJob>,
     /// Told when the log is cut back (see [`Persistence::on_log_cut`]).
     log_cut: Option<Box<dyn FnMut(i64) + Send>>,
+    /// Durable mode: a leader's snapshot waiting for its stream (see
+    /// [`Persistence::replace_with_snapshot`]).
+    replacing: Option<Replacing>,
     #[cfg(feature = "planted-bugs")]
     planted_bug: Option<crate::planted::StorageBug>,
 }
@@ -231,6 +243,7 @@ impl Persistence {
             clock,
             pending_snapshot: None,
             log_cut: None,
+            replacing: None,
             #[cfg(feature = "planted-bugs")]
             planted_bug: None,
         };
@@ -358,7 +371,7 @@ impl Persistence {
             self.snapshot(tree);
         }
         let now = self.clock.now_ms();
-        if self.next_purge.is_some_and(|at| now >= at) {
+        if self.next_purge.is_some_and(|at| now >= at) && self.replacing.is_none() {
             self.next_purge = Some(now + self.options.purge_interval.as_millis() as u64);
             self.start_purge();
         }
@@ -386,6 +399,10 @@ impl Persistence {
     /// Starts a consistent snapshot of `tree` as it is now, on its own thread (stepped: when
     /// the host runs it). Returns false if one is already running.
     pub fn snapshot(&mut self, tree: &DataTree) -> bool {
+        // Of a generation recovery may still throw away: it waits for the commit.
+        if self.replacing.is_some() {
+            return false;
+        }
         if self.snapshot_running.swap(true, Ordering::AcqRel) {
             return false;
         }
@@ -554,10 +571,17 @@ impl Persistence {
 
     /// Synchronous (Zab's TRUNC): writes what is queued, then durably drops every log record
     /// after `zxid`.
+    ///
+    /// A leader's snapshot still pending commits here if the cut leaves its log whole: the
+    /// cut made everything up to `zxid` durable, and the leader that asked for it holds
+    /// nothing after `zxid` that this log does.
     pub fn truncate_log_after(&mut self, zxid: i64) -> Result<()> {
         self.cut_log_after(zxid)?;
+        if let Some(pending) = &mut self.replacing {
+            pending.commit_at = pending.commit_at.min(zxid).max(pending.zxid);
+        }
         self.log_was_cut(zxid);
-        Ok(())
+        self.log_durable(zxid)
     }
 
     fn cut_log_after(&mut self, zxid: i64) -> Result<()> {
@@ -585,28 +609,72 @@ impl Persistence {
     }
 
     /// Synchronous (Zab's SNAP): checks snapshot bytes received from the leader, stores them
-    /// durably, drops the whole log they replace, and returns the tree they hold.
+    /// durably, and returns the tree they hold. `stream_end` is the last zxid the leader
+    /// streams after the snapshot in the same sync.
     ///
-    /// Crash-safe in every order: the snapshot is saved as a new log generation before the old
-    /// segments go, and recovery never replays segments of an older generation than the
-    /// snapshot it loaded, so a divergent old history cannot leak onto the leader's state.
-    pub fn replace_with_snapshot(&mut self, bytes: &[u8]) -> Result<DataTree> {
+    /// Durable mode: the snapshot replaces the log only once the log holds the stream up to
+    /// `stream_end` durably ([`Persistence::log_durable`]); until then a crash recovers the
+    /// state from before the SNAP, whose log may hold transactions this server acknowledged
+    /// ([`crate::replacement`]). No snapshot or purge runs meanwhile: it would be of a
+    /// generation recovery may still throw away.
+    ///
+    /// Diskless: there is no log to keep, so the snapshot stands at once and the failure
+    /// checkpoint, which described the replaced state, goes.
+    pub fn replace_with_snapshot(&mut self, bytes: &[u8], stream_end: i64) -> Result<DataTree> {
         // A snapshot still being written is of the state being replaced: abandon it.
         self.cancel_snapshot.store(true, Ordering::Release);
         self.wait_for_snapshot();
+        if self.wal.is_none() {
+            return self.replace_diskless(bytes);
+        }
+        let earlier_pending = self.replacing.is_some();
+        let generation = if earlier_pending {
+            self.generation
+        } else {
+            self.generation + 1
+        };
+        #[allow(unused_mut)]
+        let mut keep_newer_snapshots = false;
+        #[cfg(feature = "planted-bugs")]
+        if self.planted_bug == Some(crate::planted::StorageBug::KeepSupersededSnapshots) {
+            keep_newer_snapshots = true;
+        }
+        let how = crate::replacement::Begin {
+            generation,
+            earlier_pending,
+            keep_newer_snapshots,
+        };
+        let loaded = crate::replacement::begin(self.fs.as_ref(), &self.options.layout, bytes, how)?;
+        let zxid = loaded.header.zxid;
+        if let Some(wal) = &mut self.wal {
+            wal.reset(zxid, generation)?;
+        }
+        self.generation = generation;
+        self.epoch_label = loaded.header.epoch_label();
+        self.since_snapshot = 0;
+        self.replacing = Some(Replacing {
+            zxid,
+            commit_at: stream_end.max(zxid),
+        });
+        #[cfg(feature = "planted-bugs")]
+        if self.planted_bug == Some(crate::planted::StorageBug::DropLogAtSnap) {
+            self.commit_replacement()?;
+        }
+        self.log_was_cut(zxid);
+        // Nothing streamed after the snapshot: the log it replaces is already not needed.
+        self.log_durable(zxid)?;
+        Ok(loaded.tree)
+    }
+
+    fn replace_diskless(&mut self, bytes: &[u8]) -> Result<DataTree> {
         let generation = self.generation + 1;
         let loaded =
             snapshot_file::save_bytes(self.fs.as_ref(), &self.options.layout, bytes, generation)?;
         self.remove_snapshots_after(loaded.header.zxid)?;
-        match &mut self.wal {
-            Some(wal) => wal.reset(loaded.header.zxid, generation)?,
-            // Diskless: the leader's state replaces ours; an older checkpoint no longer
-            // describes what this server holds.
-            None => {
-                crate::checkpoint::remove(self.fs.as_ref(), &self.options.layout)?;
-                self.checkpoint_on_disk = false;
-            }
-        }
+        // The leader's state replaces ours; an older checkpoint no longer describes what this
+        // server holds.
+        crate::checkpoint::remove(self.fs.as_ref(), &self.options.layout)?;
+        self.checkpoint_on_disk = false;
         self.generation = generation;
         self.epoch_label = loaded.header.epoch_label();
         self.snapshot_on_disk
@@ -616,12 +684,37 @@ impl Persistence {
         Ok(loaded.tree)
     }
 
-    /// Removes (durably) every snapshot of a later zxid than `zxid`. A leader may sync a
-    /// learner with a snapshot older than one the learner took itself (then streams the rest):
-    /// the learner's newer snapshot is of the log generation the leader's replaced, and
-    /// recovery, which loads the newest snapshot, would find the new generation's log
-    /// continuing a snapshot it did not load. Crash-safe: until the removal, recovery loads
-    /// the old generation whole; after it, the new snapshot.
+    /// The host's durability report: the log holds every transaction up to `zxid` durably.
+    /// Commits a pending replacement whose stream that covers (see
+    /// [`Persistence::replace_with_snapshot`]); call it before acknowledging anything.
+    pub fn log_durable(&mut self, zxid: i64) -> Result<()> {
+        match self.replacing {
+            Some(pending) if zxid >= pending.commit_at => self.commit_replacement(),
+            _ => Ok(()),
+        }
+    }
+
+    /// Whether a leader's snapshot waits for its stream to be durable.
+    pub fn replacement_pending(&self) -> bool {
+        self.replacing.is_some()
+    }
+
+    fn commit_replacement(&mut self) -> Result<()> {
+        let Some(pending) = self.replacing.take() else {
+            return Ok(());
+        };
+        crate::replacement::commit(self.fs.as_ref(), &self.options.layout, pending.zxid)?;
+        self.snapshot_on_disk.store(pending.zxid, Ordering::Release);
+        tracing::info!(
+            zxid = format!("{:#x}", pending.zxid),
+            "the leader's snapshot and the stream after it are durable: the log they replace is deleted"
+        );
+        Ok(())
+    }
+
+    /// Diskless: removes (durably) every snapshot of a later zxid than `zxid`. A leader may
+    /// sync a learner with a snapshot older than one the learner took itself (then streams the
+    /// rest): recovery, which loads the newest snapshot, must not find the learner's own.
     fn remove_snapshots_after(&mut self, zxid: i64) -> Result<()> {
         #[cfg(feature = "planted-bugs")]
         if self.planted_bug == Some(crate::planted::StorageBug::KeepSupersededSnapshots) {

@@ -15,14 +15,18 @@ pub enum StorageBug {
     /// snapshot in place: after a crash, recovery loads it and refuses the new log generation
     /// (found by the 100,000-seed soak).
     KeepSupersededSnapshots,
+    /// A leader's snapshot replaces the log at once, before the stream after it is durable:
+    /// a crash in between loses transactions this server had acknowledged.
+    DropLogAtSnap,
 }
 
 impl StorageBug {
-    pub const ALL: [StorageBug; 4] = [
+    pub const ALL: [StorageBug; 5] = [
         StorageBug::DurableBeforeFsync,
         StorageBug::KeepCheckpointAfterAck,
         StorageBug::StaleDurableAfterTruncate,
         StorageBug::KeepSupersededSnapshots,
+        StorageBug::DropLogAtSnap,
     ];
 
     pub fn name(self) -> &'static str {
@@ -31,6 +35,7 @@ impl StorageBug {
             StorageBug::KeepCheckpointAfterAck => "keep-checkpoint-after-ack",
             StorageBug::StaleDurableAfterTruncate => "stale-durable-after-truncate",
             StorageBug::KeepSupersededSnapshots => "keep-superseded-snapshots",
+            StorageBug::DropLogAtSnap => "drop-log-at-snap",
         }
     }
 

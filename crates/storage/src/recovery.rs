@@ -57,6 +57,7 @@ pub fn recover_with(fs: &dyn FileSystem, layout: &Layout, replay: Replay) -> Res
             .map_err(StorageError::io("create data directory", dir))?;
     }
     remove_temp_files(fs, &layout.snap_dir)?;
+    crate::replacement::settle(fs, layout)?;
     let (mut tree, snapshot, skipped_snapshots, generation, epoch_label) =
         newest_snapshot(fs, layout)?;
     let mut recovered = Recovered {

@@ -195,12 +195,24 @@ pub fn save_bytes(
     bytes: &[u8],
     generation: u32,
 ) -> Result<Loaded> {
+    save_bytes_at(fs, layout, bytes, generation, |zxid| layout.snap_path(zxid))
+}
+
+/// As [`save_bytes`], under the name `path_of(zxid)` gives (a pending replacement's name, see
+/// [`crate::replacement`]).
+pub fn save_bytes_at(
+    fs: &dyn FileSystem,
+    layout: &Layout,
+    bytes: &[u8],
+    generation: u32,
+    path_of: impl FnOnce(i64) -> PathBuf,
+) -> Result<Loaded> {
     let mut loaded = decode_bytes(bytes)?;
     loaded.header.generation = generation;
     // Whatever the sender's label, this server did not apply this state under it: let the
     // zxid's epoch stand for it (DESIGN.md §5).
     loaded.header.label = 0;
-    let path = layout.snap_path(loaded.header.zxid);
+    let path = path_of(loaded.header.zxid);
     let temp = temp_path(&path);
     let mut file = FileSink::create(fs, &temp)?;
     // Our own header (generation and checksum), then the sender's chunks as they are.

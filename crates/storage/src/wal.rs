@@ -67,6 +67,26 @@ impl SegmentHeader {
     }
 }
 
+/// The header of the segment at `path`, read alone (`Ok(Err(why))`: the file is there but its
+/// header is not a valid one, as after a crash while the segment was being created).
+pub fn read_header(
+    fs: &dyn FileSystem,
+    path: &Path,
+) -> std::io::Result<std::result::Result<SegmentHeader, &'static str>> {
+    use std::io::Read;
+    let mut h = [0u8; HEADER_LEN];
+    let mut input = fs.open_read(path)?;
+    let mut got = 0;
+    while got < HEADER_LEN {
+        let n = input.read(&mut h[got..])?;
+        if n == 0 {
+            return Ok(Err("segment shorter than its header"));
+        }
+        got += n;
+    }
+    Ok(SegmentHeader::decode(&h))
+}
+
 /// The zxid of an encoded transaction, read from its header alone.
 pub fn zxid_of(payload: &[u8]) -> Option<i64> {
     TxnHeader::decode(&mut Reader::new(payload))

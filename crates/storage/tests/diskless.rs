@@ -202,8 +202,12 @@ fn snapshots_carry_the_epoch_label_the_host_set_and_a_leaders_snap_its_zxids_epo
     for txn in &txns[20..30] {
         newer.apply(txn, &mut Vec::new());
     }
-    p.replace_with_snapshot(&Persistence::snapshot_bytes(&newer))
-        .unwrap();
+    // Diskless: the snapshot stands at once, whatever the stream after it.
+    p.replace_with_snapshot(
+        &Persistence::snapshot_bytes(&newer),
+        txns[29].header.zxid + 10,
+    )
+    .unwrap();
     p.close();
     let (_, recovered, _) = open(&fs);
     assert_eq!(recovered.tree.last_processed_zxid(), txns[29].header.zxid);

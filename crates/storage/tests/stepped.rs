@@ -205,7 +205,8 @@ fn a_cut_of_the_log_is_reported_before_anything_is_appended_again() {
     p.truncate_log_after(at).unwrap();
     assert_eq!(*cuts.lock().unwrap(), vec![at], "TRUNC");
     let image = Persistence::snapshot_bytes(&tree);
-    p.replace_with_snapshot(&image).unwrap();
+    p.replace_with_snapshot(&image, tree.last_processed_zxid())
+        .unwrap();
     assert_eq!(
         *cuts.lock().unwrap(),
         vec![at, tree.last_processed_zxid()],

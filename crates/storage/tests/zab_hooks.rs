@@ -137,10 +137,16 @@ fn a_leaders_snapshot_replaces_state_and_log() {
     let mut damaged = bytes.clone();
     let mid = damaged.len() / 2;
     damaged[mid] ^= 0x10;
-    assert!(p.replace_with_snapshot(&damaged).is_err());
-    let tree = p.replace_with_snapshot(&bytes).expect("install");
+    assert!(p.replace_with_snapshot(&damaged, 150).is_err());
+    let tree = p.replace_with_snapshot(&bytes, 150).expect("install");
     assert!(dump(&tree) == dump(&leader_tree));
     append_all(&mut p, &durable, &txns[100..150]);
+    assert!(
+        p.replacement_pending(),
+        "the stream is durable, but not yet reported"
+    );
+    p.log_durable(150).expect("commit");
+    assert!(!p.replacement_pending());
     p.close();
     let r = recover_with(&fs, &layout(), Replay::ApplyAll).expect("recover");
     assert_eq!(r.last_zxid, 150);
@@ -168,8 +174,9 @@ fn a_leaders_snapshot_older_than_the_learners_own_still_recovers() {
     storage::snapshot_file::write(&fs, &layout(), &own.freeze(), stamp).expect("own snapshot");
     // The leader sends its snapshot at 100 and then streams 101..150.
     let bytes = Persistence::snapshot_bytes(&reference(&txns, 100));
-    p.replace_with_snapshot(&bytes).expect("install");
+    p.replace_with_snapshot(&bytes, 150).expect("install");
     append_all(&mut p, &durable, &txns[100..150]);
+    p.log_durable(150).expect("commit");
     p.close();
     let r = recover_with(&fs.crash_image(Tear::None), &layout(), Replay::ApplyAll)
         .expect("a learner synced by an older snapshot recovers");
@@ -216,7 +223,8 @@ fn a_crash_anywhere_in_a_snapshot_install_gives_the_old_state_or_the_new_never_a
         let (mut p, _, _) = open(&fs, Replay::Collect);
         let start = fs.ops();
         fs.crash_after(start + k);
-        let finished = p.replace_with_snapshot(&bytes).is_ok();
+        // Nothing streamed after the snapshot: it stands when the call returns.
+        let finished = p.replace_with_snapshot(&bytes, 100).is_ok();
         drop(p);
         for tear in [Tear::None, Tear::Prefix(k + 3)] {
             let r = recover_with(&fs.crash_image(tear), &layout(), Replay::Collect)
@@ -259,9 +267,10 @@ fn segments_of_a_newer_generation_without_their_snapshot_stop_recovery() {
     let fs = FaultyFs::new();
     let (mut p, _, durable) = open(&fs, Replay::Collect);
     append_all(&mut p, &durable, &txns[..50]);
-    p.replace_with_snapshot(&Persistence::snapshot_bytes(&reference(&txns, 100)))
+    p.replace_with_snapshot(&Persistence::snapshot_bytes(&reference(&txns, 100)), 120)
         .expect("install");
     append_all(&mut p, &durable, &txns[100..120]);
+    p.log_durable(120).expect("commit");
     p.close();
     let snap = layout().snap_path(100);
     fs.truncate(&snap, 80).expect("damage the snapshot");
@@ -275,4 +284,136 @@ fn segments_of_a_newer_generation_without_their_snapshot_stop_recovery() {
             r.last_zxid
         ),
     }
+}
+
+/// A learner's log may hold proposals it acknowledged beyond the leader's snapshot; the leader
+/// streams them again after it. Until that stream is durable, a crash must bring back the old
+/// log, never the snapshot alone (found by the cluster simulator: `sim --cluster
+/// --force-snapshot-sync --seed 106` lost acknowledged writes that way).
+#[test]
+fn a_crash_before_the_stream_is_durable_brings_back_the_learners_own_log() {
+    let txns = workload(150, 41);
+    let leader_tree = reference(&txns, 100);
+    let bytes = Persistence::snapshot_bytes(&leader_tree);
+    let base = FaultyFs::new();
+    let (mut p, _, durable) = open(&base, Replay::Collect);
+    // The learner holds the same history up to 130 (it acknowledged it), with a snapshot of
+    // its own at 120 that is newer than the leader's.
+    append_all(&mut p, &durable, &txns[..130]);
+    let stamp = storage::snapshot_file::Stamp {
+        created_ms: 1,
+        generation: 0,
+        label: 0,
+    };
+    storage::snapshot_file::write(&base, &layout(), &reference(&txns, 120).freeze(), stamp)
+        .expect("own snapshot");
+    p.close();
+    let image = base.crash_image(Tear::None);
+    let mut committed_at = None;
+    for k in 0..200 {
+        let fs = image.crash_image(Tear::None);
+        let (mut p, _, durable) = open(&fs, Replay::Collect);
+        let start = fs.ops();
+        fs.crash_after(start + k);
+        let mut committed = false;
+        if p.replace_with_snapshot(&bytes, 150).is_ok() {
+            let mut appended = true;
+            for t in &txns[100..150] {
+                appended &= p.append(t).is_ok();
+            }
+            let deadline = Instant::now() + Duration::from_secs(2);
+            while appended && durable.load(Ordering::SeqCst) < 150 && !p.has_failed() {
+                assert!(
+                    Instant::now() < deadline,
+                    "crash at {k}: not durable in time"
+                );
+                std::thread::sleep(Duration::from_micros(100));
+            }
+            if durable.load(Ordering::SeqCst) >= 150 {
+                committed = p.log_durable(150).is_ok();
+            }
+        }
+        drop(p);
+        for tear in [Tear::None, Tear::Prefix(k + 5)] {
+            let r = recover_with(&fs.crash_image(tear), &layout(), Replay::ApplyAll)
+                .expect("recoverable");
+            // Either state holds every transaction up to 130 that the learner acknowledged.
+            assert!(
+                r.last_zxid >= 130,
+                "crash at {k}: recovered only to {} (acknowledged writes lost)",
+                r.last_zxid
+            );
+            assert!(
+                dump(&r.tree) == dump(&reference(&txns, r.last_zxid as usize)),
+                "crash at {k}: the state at {} is not the history's",
+                r.last_zxid
+            );
+            if committed {
+                assert_eq!(
+                    r.last_zxid, 150,
+                    "crash at {k}: committed, but not recovered"
+                );
+            }
+        }
+        if committed {
+            committed_at = Some(k);
+            break;
+        }
+    }
+    assert!(
+        committed_at.is_some_and(|k| k > 10),
+        "the sync should have many crash points: {committed_at:?}"
+    );
+}
+
+/// A second SNAP before the first one's stream was durable (the sync was aborted and a new one
+/// began): the first never stood, so a crash still brings back the state from before both.
+#[test]
+fn a_second_snapshot_before_the_first_commits_replaces_it_not_the_old_log() {
+    let txns = workload(160, 43);
+    let fs = FaultyFs::new();
+    let (mut p, _, durable) = open(&fs, Replay::Collect);
+    append_all(&mut p, &durable, &txns[..130]);
+    p.replace_with_snapshot(&Persistence::snapshot_bytes(&reference(&txns, 100)), 150)
+        .expect("first install");
+    append_all(&mut p, &durable, &txns[100..110]);
+    p.replace_with_snapshot(&Persistence::snapshot_bytes(&reference(&txns, 90)), 160)
+        .expect("second install");
+    append_all(&mut p, &durable, &txns[90..140]);
+    let before_commit = fs.crash_image(Tear::None);
+    let r = recover_with(&before_commit, &layout(), Replay::ApplyAll).expect("recover");
+    assert_eq!(r.last_zxid, 130, "the learner's own log comes back whole");
+    assert!(dump(&r.tree) == dump(&reference(&txns, 130)));
+    append_all(&mut p, &durable, &txns[140..160]);
+    p.log_durable(160).expect("commit");
+    p.close();
+    let r =
+        recover_with(&fs.crash_image(Tear::None), &layout(), Replay::ApplyAll).expect("recover");
+    assert_eq!(r.snapshot.as_ref().map(|(_, z)| *z), Some(90));
+    assert_eq!(r.last_zxid, 160);
+    assert!(dump(&r.tree) == dump(&reference(&txns, 160)));
+}
+
+/// TRUNC while a snapshot waits for its stream (a new leader's sync after the first aborted):
+/// the cut makes the log durable up to its point, which is all the new leader agrees with, so
+/// the snapshot commits there.
+#[test]
+fn a_truncate_after_a_pending_snapshot_commits_it() {
+    let txns = workload(150, 47);
+    let fs = FaultyFs::new();
+    let (mut p, _, durable) = open(&fs, Replay::Collect);
+    append_all(&mut p, &durable, &txns[..130]);
+    p.replace_with_snapshot(&Persistence::snapshot_bytes(&reference(&txns, 100)), 150)
+        .expect("install");
+    for t in &txns[100..140] {
+        p.append(t).expect("append");
+    }
+    p.truncate_log_after(120).expect("truncate");
+    assert!(!p.replacement_pending());
+    p.close();
+    let r =
+        recover_with(&fs.crash_image(Tear::None), &layout(), Replay::ApplyAll).expect("recover");
+    assert_eq!(r.snapshot.as_ref().map(|(_, z)| *z), Some(100));
+    assert_eq!(r.last_zxid, 120);
+    assert!(dump(&r.tree) == dump(&reference(&txns, 120)));
 }

@@ -38,10 +38,14 @@ pub enum Action {
     Append(SharedEntry),
     /// Synchronous: drop every log record after this zxid.
     Truncate(Zxid),
-    /// Synchronous: durably store this snapshot and drop the whole log.
+    /// Synchronous: durably store this snapshot; it replaces the whole log once the log
+    /// holds the entries streamed after it, up to `stream_end`, durably. Until then a crash
+    /// must recover the state from before it: the old log may hold proposals this server
+    /// acknowledged, and the leader's stream restores them only once it is durable.
     SaveSnapshot {
         zxid: Zxid,
         image: Image,
+        stream_end: Zxid,
     },
     /// Send `Message::Snap` to `to` with an image of the host's applied state, which is
     /// exactly at `zxid` when the host reaches this action.

@@ -267,9 +267,11 @@ impl Zab {
                 // state, so the host may take it at once. Keeping it aside until UPTODATE would
                 // leave a server whose log stands on a snapshot its tree does not have, and
                 // such a server could later lead and stream from the wrong point.
+                let stream_end = buf.entries.last().map_or(zxid, |e| e.zxid);
                 self.actions.push(Action::SaveSnapshot {
                     zxid,
                     image: image.clone(),
+                    stream_end,
                 });
                 self.history.reset_to_snapshot(zxid);
                 self.actions.push(Action::InstallSnapshot { zxid, image });

@@ -122,9 +122,16 @@ impl<S: Store> Replica<S> {
                     self.fail(format!("cannot truncate the log after {zxid}: {e}"));
                 }
             }
-            Action::SaveSnapshot { zxid, image } => {
-                tracing::info!(zxid = %zxid, bytes = image.len(), "saving the leader's snapshot (SNAP)");
-                match self.store.replace_with_snapshot(&image) {
+            Action::SaveSnapshot {
+                zxid,
+                image,
+                stream_end,
+            } => {
+                tracing::info!(zxid = %zxid, bytes = image.len(), stream_end = %stream_end, "saving the leader's snapshot (SNAP)");
+                match self
+                    .store
+                    .replace_with_snapshot(&image, stream_end.as_i64())
+                {
                     Ok(tree) if tree.last_processed_zxid() == zxid.as_i64() => {
                         ensemble.installed = Some((zxid.as_i64(), tree));
                     }

@@ -696,6 +696,15 @@ impl<S: Store> Replica<S> {
     /// An ensemble member's log holds every proposal up to `zxid` durably.
     pub fn on_log_durable(&mut self, now: Now, zxid: i64) {
         self.now = now;
+        if self.ensemble.is_none() {
+            return;
+        }
+        // Before Zab hears of it: its acknowledgements may count on a leader's snapshot that
+        // commits on this report.
+        if let Err(e) = self.store.log_durable(zxid) {
+            self.fail(format!("cannot commit the leader's snapshot: {e}"));
+            return;
+        }
         let Some(ensemble) = self.ensemble() else {
             return;
         };
