@@ -46,7 +46,7 @@ diskless_not_applicable() {
         durable-before-fsync) echo "no log, so no fsync to report before" ;;
         stale-durable-after-truncate) echo "a diskless report is made at the append, from memory: it never names what the cut removed" ;;
         drop-log-at-snap) echo "no log for a leader's snapshot to drop: diskless installs it at once by design" ;;
-        keep-superseded-snapshots) echo "a diskless snapshot holds committed state only and no log continues it: a newer one left behind is a prefix of the leader's history, which the failure checkpoint's later proposals complete" ;;
+        keep-superseded-snapshots) echo "a diskless snapshot and its delta file hold committed state only: a newer one left behind is a prefix of the leader's history, which the failure checkpoint's later proposals complete" ;;
         *) return 1 ;;
     esac
 }

@@ -801,7 +801,7 @@ impl<S: Store> Replica<S> {
         let mut triggers = Vec::new();
         let outcome = self.tree.apply(&txn, &mut triggers);
         self.prep.applied(zxid);
-        self.store.applied(&self.tree);
+        self.store.applied(&self.tree, &txn);
         #[allow(unused_mut)]
         let mut reply_first = false;
         #[cfg(feature = "planted-bugs")]

@@ -25,8 +25,9 @@ pub trait Store {
     /// The log holds every proposal up to `zxid` durably; called before anything is
     /// acknowledged on that report (a leader's snapshot may commit here).
     fn log_durable(&mut self, zxid: i64) -> Result<(), StorageError>;
-    /// Called after each applied transaction: the snapshot policy of the mode.
-    fn applied(&mut self, tree: &DataTree);
+    /// Called after each applied transaction: the snapshot policy of the mode (diskless: `txn`
+    /// joins the next delta).
+    fn applied(&mut self, tree: &DataTree, txn: &Txn);
     /// Called now and then with nothing applied: diskless busy snapshots catch up.
     fn idle(&mut self, tree: &DataTree);
     /// Diskless: the failure checkpoint (see [`storage::Persistence::checkpoint`]).
@@ -70,8 +71,8 @@ impl Store for storage::Persistence {
     fn log_durable(&mut self, zxid: i64) -> Result<(), StorageError> {
         storage::Persistence::log_durable(self, zxid)
     }
-    fn applied(&mut self, tree: &DataTree) {
-        storage::Persistence::applied(self, tree)
+    fn applied(&mut self, tree: &DataTree, txn: &Txn) {
+        storage::Persistence::applied(self, tree, txn)
     }
     fn idle(&mut self, tree: &DataTree) {
         storage::Persistence::idle(self, tree)

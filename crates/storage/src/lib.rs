@@ -6,7 +6,8 @@
 //!   the seam where the diskless mode plugs in.
 //! * [`group_commit`], [`wal_writer`], [`wal`]: the log's writer thread, segment rolling, and
 //!   the segment format (header, framed records, scanning).
-//! * [`snapshot_file`]: the snapshot format, written from a frozen tree on its own thread.
+//! * [`snapshot_file`]: the snapshot format, written from a frozen tree on its own thread;
+//!   [`delta`]: diskless mode's incremental busy snapshots.
 //! * [`execution`]: threads in production, or stepped by the host without threads or clocks
 //!   ([`stepped_log`]: group commit when the host flushes), so the deterministic simulator runs
 //!   this very code.
@@ -19,6 +20,7 @@
 
 pub mod atomic_file;
 pub mod checkpoint;
+pub mod delta;
 pub mod epoch;
 pub mod error;
 pub mod execution;

@@ -11,13 +11,14 @@
 //!   `snap_retain_count`, and [`Persistence::checkpoint`] writes a complete snapshot plus the
 //!   acknowledged-uncommitted proposals when the server loses its leader or quorum.
 
+use crate::delta::Journal;
 use crate::error::{Result, StorageError};
 use crate::execution::{Clock, Execution};
 use crate::fs::FileSystem;
 use crate::group_commit::{GroupCommit, GroupCommitOptions, WalStats};
 use crate::layout::Layout;
 use crate::recovery::{self, Recovered};
-use crate::snapshot_job::SnapshotJob;
+use crate::snapshot_job::{Chain, SnapshotJob, Work};
 use crate::stepped_log::SteppedLog;
 use crate::wal::encode_txn;
 use crate::wal_writer::WalWriter;
@@ -65,6 +66,14 @@ pub struct SnapshotStats {
     /// The latest snapshots' durations in ms (for `snapshottime`'s quantile).
     pub recent_millis: crate::recent_samples::RecentSamples,
 }
+
+/// Diskless: transactions waiting for the next delta beyond this many bytes are dropped, and the
+/// next busy snapshot is a full one (the disk is behind; the journal must not grow unbounded).
+const JOURNAL_BYTES_MAX: usize = 64 << 20;
+
+/// Diskless: deltas are compacted into a full snapshot once they hold as many bytes as the
+/// full snapshot they continue, or this many, whichever is more.
+const COMPACT_BYTES_MIN: u64 = 4 << 20;
 
 /// A leader's snapshot saved but not yet standing in for the log it replaces.
 #[derive(Debug, Clone, Copy)]
@@ -155,6 +164,13 @@ pub struct Persistence {
     /// Durable mode: a leader's snapshot waiting for its stream (see
     /// [`Persistence::replace_with_snapshot`]).
     replacing: Option<Replacing>,
+    /// Diskless: the transactions applied since the state on disk began to be written, for the
+    /// next delta ([`crate::delta`]); `journal_broken` when some were dropped.
+    journal: Journal,
+    journal_broken: bool,
+    /// Diskless: what the disk holds as a full snapshot plus deltas (None: the next busy
+    /// snapshot must be a full one).
+    chain: Arc<std::sync::Mutex<Option<Chain>>>,
     #[cfg(feature = "planted-bugs")]
     planted_bug: Option<crate::planted::StorageBug>,
 }
@@ -244,10 +260,20 @@ impl Persistence {
             pending_snapshot: None,
             log_cut: None,
             replacing: None,
+            journal: Journal::starting_at(recovered.tree.last_processed_zxid()),
+            journal_broken: false,
+            chain: Arc::new(std::sync::Mutex::new(None)),
             #[cfg(feature = "planted-bugs")]
             planted_bug: None,
         };
         persistence.next_snapshot_at = persistence.draw_snapshot_interval();
+        if persistence.wal.is_none() {
+            *crate::snapshot_job::lock(&persistence.chain) = recovered_chain(
+                persistence.fs.as_ref(),
+                &persistence.options.layout,
+                &recovered,
+            );
+        }
         Ok((persistence, recovered))
     }
 
@@ -298,21 +324,31 @@ impl Persistence {
         }
         self.wait_for_snapshot();
         let on_disk = self.snapshot_on_disk.load(Ordering::Acquire);
-        let snapshot_present =
-            on_disk >= 0 && self.fs.len(&self.options.layout.snap_path(on_disk)).is_ok();
+        let layout = &self.options.layout;
+        let chain = *crate::snapshot_job::lock(&self.chain);
+        let snapshot_present = on_disk >= 0
+            && (self.fs.len(&layout.snap_path(on_disk)).is_ok()
+                || chain.is_some_and(|c| {
+                    c.end_zxid == on_disk
+                        && self
+                            .fs
+                            .len(&crate::delta::path(layout, c.base_zxid))
+                            .is_ok()
+                }));
         let (base, proposals, wrote_snapshot) = match since(on_disk) {
             Some(proposals) if snapshot_present => (on_disk, proposals, false),
             _ => {
                 let frozen = tree.freeze();
                 let reused = on_disk == zxid && snapshot_present;
                 if !reused {
-                    snapshot_file::write(
+                    let written = snapshot_file::write(
                         self.fs.as_ref(),
                         &self.options.layout,
                         &frozen,
                         self.stamp(),
                     )?;
                     self.snapshot_on_disk.store(zxid, Ordering::Release);
+                    self.full_snapshot_on_disk(zxid, written.bytes);
                 }
                 let after = undelivered
                     .iter()
@@ -359,9 +395,21 @@ impl Persistence {
     }
 
     /// Call after applying each transaction: starts a snapshot when enough have accumulated
-    /// (and none is running), and purges when its interval has passed.
-    pub fn applied(&mut self, tree: &DataTree) {
+    /// (and none is running), and purges when its interval has passed. Diskless: `txn` joins
+    /// the journal of the next delta.
+    pub fn applied(&mut self, tree: &DataTree, txn: &Txn) {
         self.since_snapshot += 1;
+        if self.wal.is_none() && !self.journal_broken {
+            self.journal.push(txn);
+            if self.journal.frames.len() > JOURNAL_BYTES_MAX {
+                tracing::warn!(
+                    bytes = self.journal.frames.len(),
+                    "diskless: the disk is far behind the writes; the next busy snapshot writes the whole tree"
+                );
+                self.journal_broken = true;
+                self.journal.frames = Vec::new();
+            }
+        }
         // Diskless: busy snapshots (thesis Alg. 4.1), so their frequency falls as the tree grows.
         let due = match self.wal {
             None => self.rested(),
@@ -408,11 +456,22 @@ impl Persistence {
         }
         self.since_snapshot = 0;
         self.next_snapshot_at = self.draw_snapshot_interval();
-        self.running_zxid = tree.last_processed_zxid();
+        let zxid = tree.last_processed_zxid();
+        self.running_zxid = zxid;
+        let work = match self.take_delta(zxid) {
+            Some(journal) => Work::Delta(journal),
+            None => {
+                // The full snapshot holds everything applied so far.
+                self.journal = Journal::starting_at(zxid);
+                self.journal_broken = false;
+                Work::Full(tree.freeze())
+            }
+        };
         let job = SnapshotJob {
             fs: self.fs.clone(),
             layout: self.options.layout.clone(),
-            frozen: tree.freeze(),
+            work,
+            chain: self.chain.clone(),
             stamp: self.stamp(),
             cancel: self.cancel_snapshot.clone(),
             running: self.snapshot_running.clone(),
@@ -440,6 +499,40 @@ impl Persistence {
             return false;
         }
         true
+    }
+
+    /// Diskless: the journal, to be written as a delta, if that is what the next busy snapshot
+    /// should be: it continues the state on disk exactly, reaches the tree's state (`zxid`),
+    /// and the deltas have not outgrown the full snapshot they continue.
+    fn take_delta(&mut self, zxid: i64) -> Option<Journal> {
+        if self.wal.is_some() || self.journal_broken || self.journal.is_empty() {
+            return None;
+        }
+        let chain = (*crate::snapshot_job::lock(&self.chain))?;
+        let continues = chain.generation == self.generation
+            && chain.end_zxid == self.journal.prev_zxid
+            && self.journal.last_zxid == zxid;
+        let grown = chain.delta_bytes + self.journal.frames.len() as u64;
+        if !continues || grown >= chain.base_bytes.max(COMPACT_BYTES_MIN) {
+            return None;
+        }
+        Some(std::mem::replace(
+            &mut self.journal,
+            Journal::starting_at(zxid),
+        ))
+    }
+
+    /// Diskless: the disk now holds exactly a full snapshot of `zxid` of `bytes`.
+    fn full_snapshot_on_disk(&mut self, zxid: i64, bytes: u64) {
+        *crate::snapshot_job::lock(&self.chain) = Some(Chain {
+            generation: self.generation,
+            base_zxid: zxid,
+            end_zxid: zxid,
+            base_bytes: bytes,
+            delta_bytes: 0,
+        });
+        self.journal = Journal::starting_at(zxid);
+        self.journal_broken = false;
     }
 
     /// Stepped: writes the snapshot started last, as if writing it took `duration_ms` (the
@@ -679,6 +772,7 @@ impl Persistence {
         self.epoch_label = loaded.header.epoch_label();
         self.snapshot_on_disk
             .store(loaded.header.zxid, Ordering::Release);
+        self.full_snapshot_on_disk(loaded.header.zxid, bytes.len() as u64);
         self.since_snapshot = 0;
         self.log_was_cut(loaded.header.zxid);
         Ok(loaded.tree)
@@ -811,4 +905,20 @@ fn wall_ms() -> i64 {
     std::time::SystemTime::now()
         .duration_since(std::time::UNIX_EPOCH)
         .map_or(0, |d| d.as_millis() as i64)
+}
+
+/// Diskless, at start-up: the chain recovery loaded. None when a delta file was replayed: it
+/// may end in a torn batch that nothing must follow, so the first busy snapshot is a full one.
+fn recovered_chain(fs: &dyn FileSystem, layout: &Layout, recovered: &Recovered) -> Option<Chain> {
+    let (path, zxid) = recovered.snapshot.as_ref()?;
+    if recovered.deltas > 0 || fs.len(&crate::delta::path(layout, *zxid)).is_ok() {
+        return None;
+    }
+    Some(Chain {
+        generation: recovered.generation,
+        base_zxid: *zxid,
+        end_zxid: *zxid,
+        base_bytes: fs.len(path).unwrap_or(0),
+        delta_bytes: 0,
+    })
 }

@@ -43,6 +43,12 @@ pub fn purge_keeping(fs: &dyn FileSystem, layout: &Layout, retain: usize) -> Res
             removed.push(layout.wal_path(pair[0]));
         }
     }
+    // Diskless: a delta file continues one full snapshot; it goes with it.
+    for base in crate::delta::list(fs, layout)? {
+        if base < oldest_kept {
+            removed.push(crate::delta::path(layout, base));
+        }
+    }
     for path in &removed {
         fs.remove(path).map_err(StorageError::io("purge", path))?;
         tracing::debug!(path = %path.display(), "purged");

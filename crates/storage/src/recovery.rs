@@ -31,9 +31,12 @@ pub struct Recovered {
     pub log: Vec<Txn>,
     /// The log generation of the loaded snapshot; only segments of it were replayed.
     pub generation: u32,
-    /// The loaded snapshot's epoch label ([`crate::snapshot_file::SnapshotHeader::epoch_label`]);
-    /// 0 without a snapshot.
+    /// The loaded snapshot's epoch label ([`crate::snapshot_file::SnapshotHeader::epoch_label`]),
+    /// or the last applied delta's; 0 without a snapshot.
     pub epoch_label: u32,
+    /// Diskless: the transactions of the delta file applied after the snapshot
+    /// ([`crate::delta`]).
+    pub deltas: u64,
 }
 
 /// What recovery does with the log records after the snapshot.
@@ -58,8 +61,15 @@ pub fn recover_with(fs: &dyn FileSystem, layout: &Layout, replay: Replay) -> Res
     }
     remove_temp_files(fs, &layout.snap_dir)?;
     crate::replacement::settle(fs, layout)?;
-    let (mut tree, snapshot, skipped_snapshots, generation, epoch_label) =
+    let (mut tree, snapshot, skipped_snapshots, generation, mut epoch_label) =
         newest_snapshot(fs, layout)?;
+    // Diskless: the batches of transactions that continue that snapshot.
+    let mut deltas = 0;
+    if let Some((_, zxid)) = &snapshot {
+        let replayed = crate::delta::replay(fs, layout, (generation, *zxid), &mut tree)?;
+        deltas = replayed.txns;
+        epoch_label = replayed.label.unwrap_or(epoch_label);
+    }
     let mut recovered = Recovered {
         generation,
         epoch_label,
@@ -70,6 +80,7 @@ pub fn recover_with(fs: &dyn FileSystem, layout: &Layout, replay: Replay) -> Res
         replayed: 0,
         truncated_tail: None,
         log: Vec::new(),
+        deltas,
     };
     replay_log(fs, layout, &mut tree, &mut recovered, replay)?;
     recovered.tree = tree;

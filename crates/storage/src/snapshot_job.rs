@@ -1,5 +1,6 @@
 //! One snapshot being written: the work a snapshot thread does (or, stepped, the host when it
-//! says so), from a frozen copy of the tree, so the tree goes on changing meanwhile.
+//! says so), from a frozen copy of the tree, so the tree goes on changing meanwhile; or, in
+//! diskless mode, a delta of the transactions applied since the state on disk.
 
 use crate::error::StorageError;
 use crate::execution::Clock;
@@ -11,10 +12,32 @@ use std::sync::atomic::{AtomicBool, AtomicI64, AtomicU64, Ordering};
 use std::sync::Arc;
 use std::time::Instant;
 
+/// What a busy snapshot writes.
+pub enum Work {
+    Full(tree::TreeSnapshot),
+    Delta(crate::delta::Journal),
+}
+
+/// Diskless: what the disk holds, as full snapshot plus deltas, and how far the deltas have
+/// grown since that snapshot (they are compacted into a full one once they outgrow it).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Chain {
+    pub generation: u32,
+    /// The newest full snapshot's zxid (its delta file is named after it).
+    pub base_zxid: i64,
+    /// The zxid of the state the disk holds: the full snapshot's, or its delta file's last.
+    pub end_zxid: i64,
+    pub base_bytes: u64,
+    /// Bytes of records in the delta file so far (where the next batch goes).
+    pub delta_bytes: u64,
+}
+
 pub struct SnapshotJob {
     pub fs: Arc<dyn FileSystem>,
     pub layout: Layout,
-    pub frozen: tree::TreeSnapshot,
+    pub work: Work,
+    /// Diskless: raised as this job's work lands on disk.
+    pub chain: Arc<std::sync::Mutex<Option<Chain>>>,
     pub stamp: snapshot_file::Stamp,
     /// Set to make the job give up at its next chunk.
     pub cancel: Arc<AtomicBool>,
@@ -35,50 +58,9 @@ impl SnapshotJob {
     /// Writes the snapshot; `took_ms` says how long it took when the host steps it (None:
     /// measured).
     pub fn run(self, took_ms: Option<u64>) {
-        let started = Instant::now();
-        let written = snapshot_file::write_unless_cancelled(
-            self.fs.as_ref(),
-            &self.layout,
-            &self.frozen,
-            self.stamp,
-            &self.cancel,
-        );
-        match written {
-            Ok(written) => {
-                let ms = took_ms.unwrap_or_else(|| started.elapsed().as_millis() as u64);
-                let ended = self.clock.now_ms();
-                self.rest_until_ms
-                    .store(ended + ms * self.rest_percent / 100, Ordering::Release);
-                let zxid = self.frozen.zxid();
-                self.on_disk.fetch_max(zxid, Ordering::AcqRel);
-                let stats = &self.stats;
-                stats.taken.fetch_add(1, Ordering::Relaxed);
-                stats.last_zxid.store(zxid, Ordering::Relaxed);
-                stats.last_millis.store(ms, Ordering::Relaxed);
-                stats.last_bytes.store(written.bytes, Ordering::Relaxed);
-                stats.total_millis.fetch_add(ms, Ordering::Relaxed);
-                stats.max_millis.fetch_max(ms, Ordering::Relaxed);
-                stats.recent_millis.record(ms);
-                log_snapshot_written(
-                    self.purge_after.is_some(),
-                    &written.path,
-                    zxid,
-                    self.frozen.node_count(),
-                    written.bytes,
-                    ms,
-                );
-            }
-            Err(StorageError::Cancelled) => {
-                tracing::debug!(
-                    zxid = format!("{:#x}", self.frozen.zxid()),
-                    "snapshot cancelled"
-                )
-            }
-            // A failed snapshot loses nothing the previous one had: say so and try again at
-            // the next interval (diskless: at the next write).
-            Err(e) => {
-                tracing::error!(error = %e, diskless = self.purge_after.is_some(), "snapshot failed; the previous snapshot (and the log, when there is one) still stands")
-            }
+        match &self.work {
+            Work::Full(frozen) => self.run_full(frozen, took_ms),
+            Work::Delta(journal) => self.run_delta(journal, took_ms),
         }
         if let Some(retain) = self.purge_after {
             if let Err(e) = purge::purge_keeping(self.fs.as_ref(), &self.layout, retain) {
@@ -87,6 +69,119 @@ impl SnapshotJob {
         }
         self.running.store(false, Ordering::Release);
     }
+
+    /// A batch is not cancelled: it is small, and what waits for it wants it on disk.
+    fn run_delta(&self, journal: &crate::delta::Journal, took_ms: Option<u64>) {
+        let started = Instant::now();
+        let Some(chain) = *lock(&self.chain) else {
+            unreachable!("a delta is started only on a chain");
+        };
+        assert!(
+            chain.generation == self.stamp.generation && chain.end_zxid == journal.prev_zxid,
+            "a delta was started that does not continue the disk's state: {chain:?}, from {:#x}",
+            journal.prev_zxid
+        );
+        let appended = crate::delta::append(
+            self.fs.as_ref(),
+            &self.layout,
+            (chain.generation, chain.base_zxid),
+            chain.delta_bytes,
+            journal,
+            self.stamp.label,
+        );
+        match appended {
+            Ok(bytes) => {
+                let ms = took_ms.unwrap_or_else(|| started.elapsed().as_millis() as u64);
+                self.rested_after(ms);
+                *lock(&self.chain) = Some(Chain {
+                    end_zxid: journal.last_zxid,
+                    delta_bytes: chain.delta_bytes + bytes,
+                    ..chain
+                });
+                self.on_disk.fetch_max(journal.last_zxid, Ordering::AcqRel);
+                self.record(journal.last_zxid, ms, None);
+                tracing::trace!(txns = journal.count, bytes, ms, "delta batch written");
+            }
+            // The next busy snapshot is a full one: this batch's transactions are in no other
+            // file, and the delta file may end in a torn batch nothing must follow.
+            Err(e) => {
+                *lock(&self.chain) = None;
+                tracing::error!(error = %e, "diskless delta batch failed; the next busy snapshot writes the whole tree")
+            }
+        }
+    }
+
+    fn rested_after(&self, ms: u64) {
+        let ended = self.clock.now_ms();
+        self.rest_until_ms
+            .store(ended + ms * self.rest_percent / 100, Ordering::Release);
+    }
+
+    fn record(&self, zxid: i64, ms: u64, bytes: Option<u64>) {
+        let stats = &self.stats;
+        stats.taken.fetch_add(1, Ordering::Relaxed);
+        stats.last_zxid.store(zxid, Ordering::Relaxed);
+        stats.last_millis.store(ms, Ordering::Relaxed);
+        if let Some(bytes) = bytes {
+            stats.last_bytes.store(bytes, Ordering::Relaxed);
+        }
+        stats.total_millis.fetch_add(ms, Ordering::Relaxed);
+        stats.max_millis.fetch_max(ms, Ordering::Relaxed);
+        stats.recent_millis.record(ms);
+    }
+
+    fn run_full(&self, frozen: &tree::TreeSnapshot, took_ms: Option<u64>) {
+        let started = Instant::now();
+        let written = snapshot_file::write_unless_cancelled(
+            self.fs.as_ref(),
+            &self.layout,
+            frozen,
+            self.stamp,
+            &self.cancel,
+        );
+        match written {
+            Ok(written) => {
+                let ms = took_ms.unwrap_or_else(|| started.elapsed().as_millis() as u64);
+                self.rested_after(ms);
+                let zxid = frozen.zxid();
+                if self.purge_after.is_some() {
+                    *lock(&self.chain) = Some(Chain {
+                        generation: self.stamp.generation,
+                        base_zxid: zxid,
+                        end_zxid: zxid,
+                        base_bytes: written.bytes,
+                        delta_bytes: 0,
+                    });
+                }
+                self.on_disk.fetch_max(zxid, Ordering::AcqRel);
+                self.record(zxid, ms, Some(written.bytes));
+                log_snapshot_written(
+                    self.purge_after.is_some(),
+                    &written.path,
+                    zxid,
+                    frozen.node_count(),
+                    written.bytes,
+                    ms,
+                );
+            }
+            Err(StorageError::Cancelled) => {
+                tracing::debug!(zxid = format!("{:#x}", frozen.zxid()), "snapshot cancelled")
+            }
+            // A failed snapshot loses nothing the previous one had: say so and try again at
+            // the next interval (diskless: at the next write).
+            Err(e) => {
+                tracing::error!(error = %e, diskless = self.purge_after.is_some(), "snapshot failed; the previous snapshot (and the log, when there is one) still stands")
+            }
+        }
+    }
+}
+
+/// A poisoned lock only means another snapshot thread panicked; the chain it guards is
+/// updated in one assignment, so it is whole.
+pub fn lock(chain: &std::sync::Mutex<Option<Chain>>) -> std::sync::MutexGuard<'_, Option<Chain>> {
+    chain
+        .lock()
+        .unwrap_or_else(std::sync::PoisonError::into_inner)
 }
 
 /// Busy snapshots (diskless) run back to back: only the periodic ones are news at info level.

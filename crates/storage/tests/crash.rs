@@ -73,7 +73,7 @@ fn run(fs: &FaultyFs, txns: &[Txn], snap_count: u64, seed: u64) -> Run {
         let now_durable = durable.load(Ordering::SeqCst);
         for t in &txns[acked as usize..now_durable as usize] {
             tree.apply(t, &mut Vec::new());
-            persistence.applied(&tree);
+            persistence.applied(&tree, t);
         }
         acked = now_durable;
     }

@@ -48,7 +48,7 @@ fn write(p: &mut Persistence, tree: &mut DataTree, txns: &[proto::txn::Txn]) {
     for txn in txns {
         p.append(txn).unwrap();
         tree.apply(txn, &mut Vec::new());
-        p.applied(tree);
+        p.applied(tree, txn);
     }
 }
 
@@ -75,7 +75,7 @@ fn writes_leave_snapshots_and_epoch_files_only_never_a_log() {
         // Durable as soon as handed over: there is no log to wait for.
         assert_eq!(durable.load(Ordering::SeqCst), txn.header.zxid);
         tree.apply(&txn, &mut Vec::new());
-        p.applied(&tree);
+        p.applied(&tree, &txn);
     }
     wait_for_snapshots(&p);
     let layout = layout();
@@ -89,11 +89,77 @@ fn writes_leave_snapshots_and_epoch_files_only_never_a_log() {
         "purged down to NumberToRetain (+1 in flight): {files:?}"
     );
     assert!(
-        files
-            .iter()
-            .all(|n| n.starts_with("snap-") || n == "acceptedEpoch" || n == "currentEpoch"),
+        files.iter().all(|n| n.starts_with("snap-")
+            || n.starts_with("delta-")
+            || n == "acceptedEpoch"
+            || n == "currentEpoch"),
         "{files:?}"
     );
+}
+
+/// Busy snapshots after the first are deltas of what was applied since (they cost what
+/// changed, not the tree); recovery replays them onto the full snapshot, and once they outgrow
+/// it a full snapshot is taken again and the covered deltas are purged.
+#[test]
+fn busy_snapshots_are_deltas_that_recovery_replays_until_compacted() {
+    let fs = FaultyFs::new();
+    let (mut p, recovered, _) = open(&fs);
+    let mut tree = recovered.tree;
+    let txns = workload(400, 17);
+    let mut fulls = std::collections::BTreeSet::new();
+    for chunk in txns.chunks(20) {
+        write(&mut p, &mut tree, chunk);
+        let last = chunk[chunk.len() - 1].header.zxid;
+        snapshot_until(&mut p, &tree, last);
+        let files = fs.list(&layout().snap_dir).unwrap();
+        fulls.extend(files.into_iter().filter(|n| n.starts_with("snap-")));
+    }
+    let busy = p.snapshot_stats.taken.load(Ordering::SeqCst);
+    assert_eq!(fulls.len(), 1, "one full snapshot, then deltas: {fulls:?}");
+    assert!(busy >= 20, "a busy snapshot per chunk at least: {busy}");
+    let files = fs.list(&layout().snap_dir).unwrap();
+    assert!(
+        files.iter().any(|n| n.starts_with("delta-")),
+        "a delta file: {files:?}"
+    );
+    p.close();
+    let (_, recovered, _) = open(&fs.crash_image(storage::faulty_fs::Tear::None));
+    assert!(
+        recovered.deltas >= 399,
+        "recovery replayed the deltas: {}",
+        recovered.deltas
+    );
+    assert_eq!(recovered.tree.last_processed_zxid(), 400);
+    assert_eq!(recovered.tree.digest(), tree.digest());
+}
+
+/// Deltas grow until they hold as many bytes as the full snapshot they continue (at least
+/// 4 MiB); then the next busy snapshot is a full one.
+#[test]
+fn deltas_are_compacted_into_a_full_snapshot() {
+    let fs = FaultyFs::new();
+    let (mut p, recovered, _) = open(&fs);
+    let mut tree = recovered.tree;
+    // 2,000 transactions of about 4 KiB: 8 MiB, twice the least a chain of deltas grows to.
+    let txns = big_workload(2_000, 4096);
+    let mut fulls = std::collections::BTreeSet::new();
+    for chunk in txns.chunks(100) {
+        write(&mut p, &mut tree, chunk);
+        snapshot_until(&mut p, &tree, chunk[chunk.len() - 1].header.zxid);
+        let files = fs.list(&layout().snap_dir).unwrap();
+        fulls.extend(files.into_iter().filter(|n| n.starts_with("snap-")));
+    }
+    // The first busy snapshot (at the first write) is full, then deltas until they hold
+    // 4 MiB, then a full one again (twice in 8 MiB, less the rounding of the chunks).
+    assert!((2..=4).contains(&fulls.len()), "full snapshots: {fulls:?}");
+    let busy = p.snapshot_stats.taken.load(Ordering::SeqCst);
+    assert!(
+        busy >= 20,
+        "delta batches between them: {busy} busy snapshots"
+    );
+    p.close();
+    let (_, recovered, _) = open(&fs.crash_image(storage::faulty_fs::Tear::None));
+    assert_eq!(recovered.tree.digest(), tree.digest());
 }
 
 #[test]
@@ -314,4 +380,51 @@ fn snapshot_names(fs: &FaultyFs) -> Vec<String> {
         .collect();
     names.sort();
     names
+}
+
+/// A crash at any file operation while delta batches are written: recovery gives a prefix of
+/// the history at least as long as what the last whole batch held, never a mix.
+#[test]
+fn a_crash_while_deltas_are_written_recovers_a_prefix() {
+    let txns = workload(200, 23);
+    let mut longest = 0;
+    for k in (0..120).step_by(7) {
+        let fs = FaultyFs::new();
+        let (mut p, recovered, _) = open(&fs);
+        let mut tree = recovered.tree;
+        let start = fs.ops();
+        fs.crash_after(start + k);
+        let mut on_disk = 0;
+        for chunk in txns.chunks(25) {
+            for txn in chunk {
+                let _ = p.append(txn);
+                tree.apply(txn, &mut Vec::new());
+                p.applied(&tree, txn);
+            }
+            p.idle(&tree);
+            wait_for_snapshots(&p);
+            on_disk = on_disk.max(p.newest_snapshot_zxid());
+        }
+        drop(p);
+        for tear in [
+            storage::faulty_fs::Tear::None,
+            storage::faulty_fs::Tear::Prefix(k + 3),
+        ] {
+            let (_, r, _) = open(&fs.crash_image(tear));
+            let at = r.tree.last_processed_zxid();
+            assert!(
+                at >= on_disk,
+                "crash at {k}: recovered {at}, the disk had {on_disk}"
+            );
+            assert!(
+                dump(&r.tree) == dump(&reference(&txns, at as usize)),
+                "crash at {k}: the state at {at} is not the history's"
+            );
+            longest = longest.max(at);
+        }
+    }
+    assert!(
+        longest > 100,
+        "some crash points come after many batches: {longest}"
+    );
 }

@@ -87,7 +87,7 @@ fn a_snapshot_is_written_when_the_host_runs_it() {
     for t in &workload(8, 3) {
         p.append(t).unwrap();
         apply(&mut tree, t);
-        p.applied(&tree);
+        p.applied(&tree, t);
     }
     p.flush_log().unwrap();
     assert!(
@@ -119,7 +119,7 @@ fn a_busy_snapshot_rests_by_the_host_clock() {
     let mut tree = DataTree::new();
     p.append(&txns[0]).unwrap();
     apply(&mut tree, &txns[0]);
-    p.applied(&tree);
+    p.applied(&tree, &txns[0]);
     assert!(
         p.snapshot_running(),
         "a busy snapshot starts at the first write"
@@ -131,7 +131,7 @@ fn a_busy_snapshot_rests_by_the_host_clock() {
     );
     p.append(&txns[1]).unwrap();
     apply(&mut tree, &txns[1]);
-    p.applied(&tree);
+    p.applied(&tree, &txns[1]);
     p.set_clock(139);
     p.idle(&tree);
     assert!(!p.snapshot_running(), "still resting at 139");
@@ -169,7 +169,7 @@ fn the_same_steps_write_the_same_disk() {
             p.set_clock(i as u64 * 3);
             p.append(t).unwrap();
             apply(&mut tree, t);
-            p.applied(&tree);
+            p.applied(&tree, t);
             if i % 4 == 3 {
                 p.flush_log().unwrap();
             }

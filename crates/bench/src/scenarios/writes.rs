@@ -163,6 +163,10 @@ struct CpuMeasured {
     /// Snapshots the servers finished during the run, and the milliseconds they took, all
     /// servers together (from `mntr`: zk_cnt_snapshottime, zk_sum_snapshottime).
     snapshots: SnapshotWork,
+    /// Each server's CPU µs per create over the measured window (after the warm-up), in
+    /// server order, and which of them led.
+    per_server_us: Vec<f64>,
+    leader: usize,
 }
 
 /// Snapshot counters summed over every server's `mntr`.
@@ -200,7 +204,29 @@ impl CpuMeasured {
             "wall_seconds": self.wall_seconds,
             "cpu_timeline": self.samples,
             "snapshots": self.snapshots,
+            "per_server_cpu_us_per_op": self.per_server_us,
+            "leader": self.leader,
         }))
+    }
+
+    fn leader_us(&self) -> Option<f64> {
+        self.per_server_us.get(self.leader).copied()
+    }
+
+    /// The followers' mean CPU µs per create (none standalone).
+    fn follower_us(&self) -> Option<f64> {
+        let followers: Vec<f64> = (self.per_server_us.iter().enumerate())
+            .filter(|(i, _)| *i != self.leader)
+            .map(|(_, us)| *us)
+            .collect();
+        (!followers.is_empty()).then(|| followers.iter().sum::<f64>() / followers.len() as f64)
+    }
+
+    /// The creates/s this target would reach with a core per server process, if CPU were
+    /// all that limited it: the busiest server's CPU per create sets the pace.
+    fn projected_per_core(&self) -> Option<f64> {
+        let busiest = self.per_server_us.iter().copied().fold(0.0, f64::max);
+        (busiest > 0.0).then(|| 1e6 / busiest)
     }
 
     /// Creates per CPU-second of the servers, over the measured part of the run.
@@ -224,6 +250,9 @@ struct CpuTally {
     generator: Row,
     snapshots: Row,
     snapshot_share: Row,
+    leader_us: Row,
+    follower_us: Row,
+    projected: Row,
 }
 
 impl CpuTally {
@@ -236,6 +265,9 @@ impl CpuTally {
             generator: row(case, "generator cores", false),
             snapshots: row(case, "snapshots taken", false),
             snapshot_share: row(case, "snapshot busy, cores", false),
+            leader_us: row(case, "leader CPU µs/create", false),
+            follower_us: row(case, "follower CPU µs/create", false),
+            projected: row(case, "creates/s, a core per server (projected)", true),
         }
     }
 
@@ -254,7 +286,16 @@ impl CpuTally {
             .values
             .insert(name.clone(), m.snapshots.taken);
         let busy = m.snapshots.millis / 1000.0 / m.wall_seconds;
-        self.snapshot_share.values.insert(name, busy);
+        self.snapshot_share.values.insert(name.clone(), busy);
+        if let Some(us) = m.leader_us() {
+            self.leader_us.values.insert(name.clone(), us);
+        }
+        if let Some(us) = m.follower_us() {
+            self.follower_us.values.insert(name.clone(), us);
+        }
+        if let Some(projected) = m.projected_per_core() {
+            self.projected.values.insert(name, projected);
+        }
     }
 
     /// At a fixed rate the latency says whether the target kept up easily; saturated, the
@@ -263,14 +304,12 @@ impl CpuTally {
     /// writing snapshots per second of the run, which includes waiting for the disk).
     fn rows(self, fixed_rate: bool) -> Vec<Row> {
         let last = if fixed_rate { self.p99 } else { self.generator };
-        vec![
-            self.rate,
-            self.cores,
-            self.per_cpu,
-            last,
-            self.snapshots,
-            self.snapshot_share,
-        ]
+        let mut rows = vec![self.rate, self.cores, self.per_cpu, self.leader_us];
+        if !self.follower_us.values.is_empty() {
+            rows.push(self.follower_us);
+        }
+        rows.extend([self.projected, last, self.snapshots, self.snapshot_share]);
+        rows
     }
 }
 
@@ -288,18 +327,36 @@ async fn measure_cpu(
     super::prepare(&server, &[("/bench", 0)]).await?;
     let pids = server.pids();
     anyhow::ensure!(!pids.is_empty(), "no server process");
-    let total = ctx.scale.warmup() + ctx.scale.duration();
+    anyhow::ensure!(
+        pids.len() == server.servers(),
+        "a server of {} is not running",
+        target.name()
+    );
+    let leader = server.leader(std::time::Duration::from_secs(10)).await?;
+    // ZooKeeper's JIT compiles its hot paths only after thousands of requests: measure after
+    // a warm-up long enough for it.
+    let warmup = if ctx.scale.tiny {
+        ctx.scale.warmup()
+    } else {
+        ctx.scale.warmup().max(std::time::Duration::from_secs(5))
+    };
+    let total = warmup + ctx.scale.duration();
     let snapshots_before = SnapshotWork::of(&server).await?;
     let sampler = tokio::spawn(sample_cpu(pids.clone(), total));
     let before = pids_cpu_seconds(&pids, 0.0);
     let started = std::time::Instant::now();
+    let warm_pids = pids.clone();
+    let at_warm = tokio::spawn(async move {
+        tokio::time::sleep(warmup).await;
+        each_pid_cpu_seconds(&warm_pids)
+    });
     let make: MakeRequest =
         Arc::new(|c, i| create_request(format!("/bench/c{c}-{i}-"), PAYLOAD_281, 3));
     let spec = load::LoadSpec {
         clients,
         window: 1,
         duration: ctx.scale.duration(),
-        warmup: ctx.scale.warmup(),
+        warmup,
         make,
     };
     let load = match rate {
@@ -307,6 +364,11 @@ async fn measure_cpu(
         Some(rate) => load::run_paced(&server.addrs, &spec, rate).await?,
     };
     let used = pids_cpu_seconds(&pids, before) - before;
+    let per_server_us = each_pid_cpu_seconds(&pids)
+        .iter()
+        .zip(at_warm.await?)
+        .map(|(after, warm)| (after - warm) * 1e6 / load.ops.max(1) as f64)
+        .collect();
     let wall_seconds = started.elapsed().as_secs_f64();
     let samples = sampler.await?;
     let snapshots = SnapshotWork::of(&server).await?.since(snapshots_before);
@@ -318,7 +380,16 @@ async fn measure_cpu(
         wall_seconds,
         samples,
         snapshots,
+        per_server_us,
+        leader,
     })
+}
+
+/// CPU seconds each of `pids` has used (0 for one that cannot be read).
+fn each_pid_cpu_seconds(pids: &[u32]) -> Vec<f64> {
+    pids.iter()
+        .map(|&pid| crate::cpu::pid_cpu_seconds(pid).unwrap_or(0.0))
+        .collect()
 }
 
 /// CPU seconds all of `pids` have used (`fallback` if any cannot be read).

@@ -139,6 +139,56 @@ pub fn workload(n: usize, seed: u64) -> Vec<Txn> {
     txns
 }
 
+/// A session, one znode, then `n - 2` changes of its data to `len` bytes each: a workload
+/// whose transactions are large and whose tree stays small.
+pub fn big_workload(n: usize, len: usize) -> Vec<Txn> {
+    let mut tree = DataTree::new();
+    let mut prep = Prep::default();
+    let mut txns = Vec::with_capacity(n);
+    let acl = tree::acl::open_acl_unsafe();
+    for i in 0..n {
+        let zxid = i as i64 + 1;
+        let ctx = PrepContext {
+            session_id: SESSION,
+            cxid: zxid as i32,
+            zxid,
+            time_ms: 1_700_000_000_000 + zxid,
+            auth_ids: &[],
+            extended_types_enabled: true,
+            sasl_provider: false,
+        };
+        let txn = match i {
+            0 => prep.prepare_create_session(&ctx, 30_000),
+            1 => prep.prepare(
+                &tree,
+                &ctx,
+                &Request::Create {
+                    op: OpCode::Create2,
+                    req: CreateRequest {
+                        path: "/big".into(),
+                        data: None,
+                        acl: acl.clone(),
+                        flags: 0,
+                    },
+                },
+            ),
+            _ => prep.prepare(
+                &tree,
+                &ctx,
+                &Request::SetData(SetDataRequest {
+                    path: "/big".into(),
+                    data: Some(vec![(i % 251) as u8; len]),
+                    version: -1,
+                }),
+            ),
+        };
+        tree.apply(&txn, &mut Vec::new());
+        prep.applied(zxid);
+        txns.push(txn);
+    }
+    txns
+}
+
 pub type Dump = (
     Vec<(String, Option<Vec<u8>>, proto::StatPersisted)>,
     Vec<(i64, i32)>,

@@ -1,0 +1,268 @@
+//! Diskless mode's incremental busy snapshots: the transactions applied since the newest full
+//! snapshot, appended in batches to one file that continues it. A full snapshot costs in
+//! proportion to the tree; a batch costs in proportion to what changed, so busy snapshots can
+//! follow writes closely without a core spent rewriting the tree (DESIGN.md §5). Recovery
+//! loads the newest full snapshot, then the delta file that continues it, up to its last whole
+//! record; a full snapshot (and a new delta file) is taken again once the file holds about as
+//! many bytes as that snapshot (compaction).
+//!
+//! Only committed, applied transactions are written, so replaying them never needs Zab; and
+//! no acknowledgement waits for a batch (that is what makes the mode diskless).
+//!
+//! Name `delta-<base zxid, 16 hex digits>.txns` in the snapshot directory. Format, big-endian:
+//! magic `MKDELTA1`, the generation (u32) and zxid (i64) of the full snapshot it continues, a
+//! CRC32C of those 20 bytes; then framed records (length, CRC32C, payload), each payload a kind
+//! byte and its body: 0, a jute transaction; 1, the epoch label (u32) of the state from this
+//! point on (one opens every batch). Each batch is appended and fsynced; a crash may tear the
+//! last one, whose whole records still apply.
+
+use crate::error::{Result, StorageError};
+use crate::fs::FileSystem;
+use crate::layout::Layout;
+use crate::record::{crc, read_frame, write_frame, Frame};
+use proto::jute::{Reader, Record};
+use proto::txn::Txn;
+use std::path::PathBuf;
+
+const MAGIC: &[u8; 8] = b"MKDELTA1";
+pub const HEADER_LEN: usize = 8 + 4 + 8 + 4;
+const PREFIX: &str = "delta-";
+const SUFFIX: &str = ".txns";
+const KIND_TXN: u8 = 0;
+const KIND_LABEL: u8 = 1;
+
+/// The delta file continuing the full snapshot of `base_zxid`.
+pub fn path(layout: &Layout, base_zxid: i64) -> PathBuf {
+    layout
+        .snap_dir
+        .join(format!("{PREFIX}{base_zxid:016x}{SUFFIX}"))
+}
+
+/// The base zxid of a delta file named by [`path`].
+pub fn parse_name(name: &str) -> Option<i64> {
+    let hex = name.strip_prefix(PREFIX)?.strip_suffix(SUFFIX)?;
+    if hex.len() != 16 {
+        return None;
+    }
+    u64::from_str_radix(hex, 16).ok().map(|v| v as i64)
+}
+
+fn encode_header(generation: u32, base_zxid: i64) -> [u8; HEADER_LEN] {
+    let mut h = [0u8; HEADER_LEN];
+    h[..8].copy_from_slice(MAGIC);
+    h[8..12].copy_from_slice(&generation.to_be_bytes());
+    h[12..20].copy_from_slice(&base_zxid.to_be_bytes());
+    let sum = crc(&h[..20]);
+    h[20..24].copy_from_slice(&sum.to_be_bytes());
+    h
+}
+
+/// (generation, base zxid) of a delta file's header.
+fn decode_header(h: &[u8]) -> std::result::Result<(u32, i64), &'static str> {
+    let h = h.get(..HEADER_LEN).ok_or("shorter than its header")?;
+    if &h[..8] != MAGIC {
+        return Err("not a meerkat delta file");
+    }
+    if crc(&h[..20]) != u32::from_be_bytes([h[20], h[21], h[22], h[23]]) {
+        return Err("header checksum mismatch");
+    }
+    let mut zxid = [0u8; 8];
+    zxid.copy_from_slice(&h[12..20]);
+    Ok((
+        u32::from_be_bytes([h[8], h[9], h[10], h[11]]),
+        i64::from_be_bytes(zxid),
+    ))
+}
+
+/// Transactions as they are applied, framed, waiting for the next batch.
+#[derive(Debug, Default)]
+pub struct Journal {
+    /// The zxid the first transaction follows (the state on disk when it began).
+    pub prev_zxid: i64,
+    pub last_zxid: i64,
+    pub count: u32,
+    pub frames: Vec<u8>,
+}
+
+impl Journal {
+    pub fn starting_at(zxid: i64) -> Journal {
+        Journal {
+            prev_zxid: zxid,
+            last_zxid: zxid,
+            count: 0,
+            frames: Vec::new(),
+        }
+    }
+
+    pub fn push(&mut self, txn: &Txn) {
+        let mut w = proto::jute::Writer::new();
+        w.write_raw(&[KIND_TXN]);
+        txn.encode(&mut w);
+        write_frame(&mut self.frames, &w.into_inner());
+        self.last_zxid = txn.header.zxid;
+        self.count += 1;
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.count == 0
+    }
+}
+
+/// Durably appends `journal` as one batch, labelled `label`, to the delta file continuing the
+/// full snapshot of `base_zxid`, whose records so far take `offset` bytes after the header
+/// (0: the file is created). Returns the bytes appended.
+pub fn append(
+    fs: &dyn FileSystem,
+    layout: &Layout,
+    (generation, base_zxid): (u32, i64),
+    offset: u64,
+    journal: &Journal,
+    label: u32,
+) -> Result<u64> {
+    let path = path(layout, base_zxid);
+    let mut batch = Vec::with_capacity(16 + journal.frames.len());
+    let mut label_payload = vec![KIND_LABEL];
+    label_payload.extend_from_slice(&label.to_be_bytes());
+    write_frame(&mut batch, &label_payload);
+    batch.extend_from_slice(&journal.frames);
+    let mut file = if offset == 0 {
+        // A file left by a chain that never got past its creation is replaced.
+        let _ = fs.remove(&path);
+        let mut file = fs
+            .open_write(&path, true)
+            .map_err(StorageError::io("create delta file", &path))?;
+        file.write_at(0, &encode_header(generation, base_zxid))
+            .map_err(StorageError::io("write delta file", &path))?;
+        file
+    } else {
+        fs.open_write(&path, false)
+            .map_err(StorageError::io("open delta file", &path))?
+    };
+    file.write_at(HEADER_LEN as u64 + offset, &batch)
+        .map_err(StorageError::io("write delta file", &path))?;
+    file.sync_data()
+        .map_err(StorageError::io("fsync delta file", &path))?;
+    if offset == 0 {
+        fs.sync_dir(&layout.snap_dir).map_err(StorageError::io(
+            "sync snapshot directory",
+            &layout.snap_dir,
+        ))?;
+    }
+    Ok(batch.len() as u64)
+}
+
+/// What [`replay`] applied.
+#[derive(Debug, Default, Clone, Copy, PartialEq, Eq)]
+pub struct Replayed {
+    pub txns: u64,
+    /// The label of the last batch reached.
+    pub label: Option<u32>,
+    /// Bytes of whole records after the header.
+    pub bytes: u64,
+}
+
+/// Applies the delta file continuing the full snapshot of `base_zxid` (generation
+/// `generation`) to `tree`, which holds that snapshot, up to its last whole record. Missing,
+/// or of another generation: nothing. A torn or damaged record ends it there (logged): the
+/// state is then older than the disk claimed, which the diskless boot rules treat as having
+/// lost what it acknowledged.
+pub fn replay(
+    fs: &dyn FileSystem,
+    layout: &Layout,
+    (generation, base_zxid): (u32, i64),
+    tree: &mut tree::DataTree,
+) -> Result<Replayed> {
+    let path = path(layout, base_zxid);
+    let bytes = match fs.read_all(&path) {
+        Ok(bytes) => bytes,
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(Replayed::default()),
+        Err(e) => return Err(StorageError::io("read delta file", &path)(e)),
+    };
+    let mut replayed = Replayed::default();
+    match decode_header(&bytes) {
+        Ok((g, z)) if g == generation && z == base_zxid => {}
+        Ok(_) => {
+            tracing::warn!(path = %path.display(), "ignoring a delta file of another generation");
+            return Ok(replayed);
+        }
+        Err(why) => {
+            tracing::warn!(path = %path.display(), why, "ignoring a delta file whose header is not whole");
+            return Ok(replayed);
+        }
+    }
+    let mut at = HEADER_LEN;
+    let mut triggers = Vec::new();
+    loop {
+        let (payload, next) = match read_frame(&bytes, at) {
+            Frame::Valid { payload, next } => (payload, next),
+            Frame::End => break,
+            Frame::Invalid { reason } => {
+                tracing::warn!(path = %path.display(), offset = at, reason, "a delta file ends in a record a crash cut short (or damage); the state recovered stops before it");
+                break;
+            }
+        };
+        match payload.split_first() {
+            Some((&KIND_LABEL, body)) if body.len() == 4 => {
+                replayed.label = Some(u32::from_be_bytes([body[0], body[1], body[2], body[3]]));
+            }
+            Some((&KIND_TXN, body)) => {
+                let txn = match Txn::decode(&mut Reader::new(body)) {
+                    Ok(txn) => txn,
+                    Err(e) => {
+                        tracing::error!(path = %path.display(), offset = at, error = %e, "an undecodable transaction in a delta file; the state recovered stops before it");
+                        break;
+                    }
+                };
+                if txn.header.zxid <= tree.last_processed_zxid() {
+                    tracing::error!(path = %path.display(), offset = at, "a delta file out of zxid order; the state recovered stops before it");
+                    break;
+                }
+                triggers.clear();
+                tree.apply(&txn, &mut triggers);
+                replayed.txns += 1;
+            }
+            _ => {
+                tracing::error!(path = %path.display(), offset = at, "an unknown record in a delta file; the state recovered stops before it");
+                break;
+            }
+        }
+        at = next;
+        replayed.bytes = (at - HEADER_LEN) as u64;
+    }
+    Ok(replayed)
+}
+
+/// The base zxids of the delta files in the snapshot directory, ascending.
+pub fn list(fs: &dyn FileSystem, layout: &Layout) -> Result<Vec<i64>> {
+    let names = fs
+        .list(&layout.snap_dir)
+        .map_err(StorageError::io("list", &layout.snap_dir))?;
+    let mut found: Vec<i64> = names.iter().filter_map(|n| parse_name(n)).collect();
+    found.sort_unstable();
+    Ok(found)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn names_round_trip() {
+        let layout = Layout::new(std::path::Path::new("/d"), std::path::Path::new("/d"));
+        for zxid in [0, 1, 0x3_0000_0007, i64::MAX] {
+            let p = path(&layout, zxid);
+            let name = p.file_name().and_then(|n| n.to_str()).unwrap_or_default();
+            assert_eq!(parse_name(name), Some(zxid));
+        }
+        assert_eq!(parse_name("delta-12.txns"), None);
+        assert_eq!(parse_name("snap-0000000000000001.snap"), None);
+    }
+
+    #[test]
+    fn a_damaged_header_is_refused() {
+        let mut bytes = encode_header(2, 0x30);
+        assert_eq!(decode_header(&bytes), Ok((2, 0x30)));
+        bytes[13] ^= 1;
+        assert!(decode_header(&bytes).is_err());
+    }
+}
