@@ -77,3 +77,23 @@ fn seeded_diskless_runs_of_the_replica_keep_the_diskless_promise() {
     assert!(committed > 100 * seeds() as usize, "committed {committed}");
     eprintln!("committed={committed} power-loss windows={power_losses}");
 }
+
+/// Seeds of soaks that once failed, replayed on every run (each reproduces the bug it names on
+/// the code before its fix).
+#[test]
+fn seeds_that_found_bugs_stay_clean() {
+    // 9036872 (durable soak, 2026-11-27): a hand-over abandoned when its successor crashed left
+    // work in the leader's backlog that no commit came to drain; the leader stalled.
+    // 106 (durable, every sync by SNAP): a learner dropped its log at SNAP before the stream
+    // after it was durable and lost acknowledged writes in a crash.
+    for (seed, diskless) in [(9_036_872, false), (106, false)] {
+        let mut options = ClusterOptions::from_seed(seed, None, diskless);
+        options.node.force_snapshot_sync |= seed == 106;
+        let report = run_cluster(options);
+        assert!(
+            report.failures.is_empty(),
+            "seed {seed}: {:?}",
+            report.failures
+        );
+    }
+}

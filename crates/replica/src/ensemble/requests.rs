@@ -273,6 +273,8 @@ impl<S: Store> Replica<S> {
                 return;
             }
             ensemble.backlog.push_back(work);
+            // Room may have opened since the backlog last drained.
+            self.drain_backlog();
             return;
         }
         self.propose_work(work);
@@ -669,6 +671,9 @@ impl<S: Store> Replica<S> {
         }
         ensemble.zab.handle_tick(now.mono_ms);
         self.run_zab();
+        // Work held back during a hand-over that was then abandoned (at its bound, or when the
+        // successor left) proposes again: no commit may come to drain it (sim seed 9036872).
+        self.drain_backlog();
         self.check_hold_bound();
         // Diskless: the writes a resting or running busy snapshot missed get theirs now.
         self.store.idle(&self.tree);
