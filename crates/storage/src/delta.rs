@@ -19,7 +19,7 @@
 use crate::error::{Result, StorageError};
 use crate::fs::FileSystem;
 use crate::layout::Layout;
-use crate::record::{crc, read_frame, write_frame, Frame};
+use crate::record::{crc, read_frame, write_frame, Frame, FRAME_HEADER_LEN};
 use proto::jute::{Reader, Record};
 use proto::txn::Txn;
 use std::path::PathBuf;
@@ -94,11 +94,28 @@ impl Journal {
         }
     }
 
+    /// A journal after this one, with room for as much as this one held (the next batch is
+    /// usually about as large: no reallocations while it fills).
+    pub fn next(&self, zxid: i64) -> Journal {
+        Journal {
+            frames: Vec::with_capacity(self.frames.len()),
+            ..Journal::starting_at(zxid)
+        }
+    }
+
+    /// Frames `txn` in place: encoded straight into the journal, its length and checksum
+    /// filled in after.
     pub fn push(&mut self, txn: &Txn) {
-        let mut w = proto::jute::Writer::new();
+        let start = self.frames.len();
+        self.frames.extend_from_slice(&[0; FRAME_HEADER_LEN]);
+        let mut w = proto::jute::Writer::wrap(std::mem::take(&mut self.frames));
         w.write_raw(&[KIND_TXN]);
         txn.encode(&mut w);
-        write_frame(&mut self.frames, &w.into_inner());
+        self.frames = w.into_inner();
+        let body = start + FRAME_HEADER_LEN;
+        let (len, sum) = ((self.frames.len() - body) as u32, crc(&self.frames[body..]));
+        self.frames[start..start + 4].copy_from_slice(&len.to_be_bytes());
+        self.frames[start + 4..body].copy_from_slice(&sum.to_be_bytes());
         self.last_zxid = txn.header.zxid;
         self.count += 1;
     }
@@ -230,6 +247,55 @@ pub fn replay(
         replayed.bytes = (at - HEADER_LEN) as u64;
     }
     Ok(replayed)
+}
+
+/// What `meerkat data inspect` shows of a delta file.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Summary {
+    pub generation: u32,
+    pub base_zxid: i64,
+    pub txns: u64,
+    pub last_zxid: Option<i64>,
+    /// Where whole records end before the file does (a torn batch, or damage).
+    pub ends_early_at: Option<usize>,
+}
+
+/// Reads a delta file's header and walks its records (checksums checked, nothing applied).
+pub fn summarize(fs: &dyn FileSystem, path: &std::path::Path) -> Result<Summary> {
+    let bytes = fs
+        .read_all(path)
+        .map_err(StorageError::io("read delta file", path))?;
+    let (generation, base_zxid) = decode_header(&bytes).map_err(|why| StorageError::Corrupt {
+        what: "delta file header",
+        path: path.to_path_buf(),
+        offset: 0,
+        detail: why.to_string(),
+    })?;
+    let mut summary = Summary {
+        generation,
+        base_zxid,
+        txns: 0,
+        last_zxid: None,
+        ends_early_at: None,
+    };
+    let mut at = HEADER_LEN;
+    loop {
+        match read_frame(&bytes, at) {
+            Frame::Valid { payload, next } => {
+                if let Some((&KIND_TXN, body)) = payload.split_first() {
+                    summary.txns += 1;
+                    summary.last_zxid = crate::wal::zxid_of(body);
+                }
+                at = next;
+            }
+            Frame::End => break,
+            Frame::Invalid { .. } => {
+                summary.ends_early_at = Some(at);
+                break;
+            }
+        }
+    }
+    Ok(summary)
 }
 
 /// The base zxids of the delta files in the snapshot directory, ascending.

@@ -43,6 +43,8 @@ pub struct SegmentInfo {
 pub struct Report {
     pub snapshots: Vec<SnapshotInfo>,
     pub segments: Vec<SegmentInfo>,
+    /// Diskless: the delta files continuing full snapshots ([`crate::delta`]).
+    pub deltas: Vec<(PathBuf, u64, Result<crate::delta::Summary, String>)>,
 }
 
 impl Report {
@@ -52,6 +54,7 @@ impl Report {
                 .segments
                 .iter()
                 .all(|s| matches!(s.health, Health::Ok | Health::TornTail { .. }))
+            && self.deltas.iter().all(|(_, _, summary)| summary.is_ok())
     }
 
     pub fn render(&self) -> String {
@@ -75,6 +78,25 @@ impl Report {
                 nodes,
                 health(&s.health)
             );
+        }
+        if !self.deltas.is_empty() {
+            let _ = writeln!(out, "delta files ({}):", self.deltas.len());
+        }
+        for (path, bytes, summary) in &self.deltas {
+            let what = match summary {
+                Ok(s) => format!(
+                    "continues {:#x}  {} txns up to {}  {} bytes  {}",
+                    s.base_zxid,
+                    s.txns,
+                    s.last_zxid.map_or("-".to_string(), |z| format!("{z:#x}")),
+                    bytes,
+                    s.ends_early_at.map_or("ok".to_string(), |at| format!(
+                        "ends in a torn or damaged record at offset {at} (recovery stops there)"
+                    ))
+                ),
+                Err(why) => format!("DAMAGED: {why}"),
+            };
+            let _ = writeln!(out, "  {}  {what}", path.display());
         }
         let _ = writeln!(out, "log segments ({}):", self.segments.len());
         for s in &self.segments {
@@ -114,6 +136,13 @@ pub fn inspect(fs: &dyn FileSystem, layout: &Layout) -> Result<Report> {
             nodes,
             health,
         });
+    }
+    let mut deltas = Vec::new();
+    for base in crate::delta::list(fs, layout)? {
+        let path = crate::delta::path(layout, base);
+        let bytes = fs.len(&path).unwrap_or(0);
+        let summary = crate::delta::summarize(fs, &path).map_err(|e| e.to_string());
+        deltas.push((path, bytes, summary));
     }
     let names: Vec<String> = list(fs, &layout.wal_dir)?
         .into_iter()
@@ -168,6 +197,7 @@ pub fn inspect(fs: &dyn FileSystem, layout: &Layout) -> Result<Report> {
     Ok(Report {
         snapshots,
         segments,
+        deltas,
     })
 }
 

@@ -516,10 +516,8 @@ impl Persistence {
         if !continues || grown >= chain.base_bytes.max(COMPACT_BYTES_MIN) {
             return None;
         }
-        Some(std::mem::replace(
-            &mut self.journal,
-            Journal::starting_at(zxid),
-        ))
+        let next = self.journal.next(zxid);
+        Some(std::mem::replace(&mut self.journal, next))
     }
 
     /// Diskless: the disk now holds exactly a full snapshot of `zxid` of `bytes`.

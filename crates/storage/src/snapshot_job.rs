@@ -62,7 +62,10 @@ impl SnapshotJob {
             Work::Full(frozen) => self.run_full(frozen, took_ms),
             Work::Delta(journal) => self.run_delta(journal, took_ms),
         }
-        if let Some(retain) = self.purge_after {
+        // Only a new full snapshot makes older files unnecessary; a delta batch only grows
+        // the newest delta file.
+        let full = matches!(self.work, Work::Full(_));
+        if let Some(retain) = self.purge_after.filter(|_| full) {
             if let Err(e) = purge::purge_keeping(self.fs.as_ref(), &self.layout, retain) {
                 tracing::error!(error = %e, "purge of old snapshots failed");
             }

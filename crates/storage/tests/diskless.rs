@@ -131,6 +131,14 @@ fn busy_snapshots_are_deltas_that_recovery_replays_until_compacted() {
     );
     assert_eq!(recovered.tree.last_processed_zxid(), 400);
     assert_eq!(recovered.tree.digest(), tree.digest());
+    // What an operator sees: the delta file, whole, up to the last write.
+    let report = storage::inspect::inspect(&fs, &layout()).expect("inspect");
+    assert!(report.is_healthy(), "{}", report.render());
+    assert!(
+        report.render().contains("txns up to 0x190"),
+        "{}",
+        report.render()
+    );
 }
 
 /// Deltas grow until they hold as many bytes as the full snapshot they continue (at least

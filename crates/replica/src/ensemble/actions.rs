@@ -12,7 +12,6 @@ use crate::replica::{Replica, ReplyTo};
 use crate::store::Store;
 use crate::{Observation, Output};
 use proto::txn::TxnBody;
-use proto::Record;
 use std::sync::Arc;
 use zab::{Action, Role, SharedEntry, Sid, Zxid};
 
@@ -80,6 +79,17 @@ impl<S: Store> Replica<S> {
             return;
         };
         match action {
+            Action::Send {
+                to,
+                msg: zab::Message::Proposal(entry),
+            } => {
+                // A proposal goes to every follower: encoded once, when it was appended.
+                let frame = match &ensemble.proposal_frame {
+                    Some((zxid, frame)) if *zxid == entry.zxid => frame.clone(),
+                    _ => codec::encode_zab(&zab::Message::Proposal(entry)),
+                };
+                ensemble.outbox.push(Output::ToPeer { to, frame });
+            }
             Action::Send { to, msg } => send(ensemble, to, &PeerMessage::Zab(msg)),
             Action::Disconnect { peer } => ensemble.outbox.push(Output::DisconnectPeer { peer }),
             Action::SaveAcceptedEpoch(epoch) => {
@@ -98,7 +108,9 @@ impl<S: Store> Replica<S> {
                     ensemble.outbox.push(Output::Observed(seen));
                 }
                 if ensemble.is_leader() {
-                    let bytes = proposal_bytes(&entry);
+                    let frame = codec::encode_zab(&zab::Message::Proposal(entry.clone()));
+                    let bytes = codec::proposal_txn_bytes(&entry, &frame);
+                    ensemble.proposal_frame = Some((entry.zxid, frame));
                     let s = &mut ensemble.stats;
                     s.proposals += 1;
                     s.last_proposal_bytes = bytes;
@@ -470,10 +482,4 @@ pub(crate) fn send(ensemble: &mut Ensemble, to: Sid, msg: &PeerMessage) {
         to,
         frame: codec::encode(msg),
     });
-}
-
-fn proposal_bytes(entry: &zab::Entry) -> usize {
-    let mut w = proto::Writer::new();
-    entry.txn.encode(&mut w);
-    w.len()
 }

@@ -364,6 +364,18 @@ fn read_peer_state(r: &mut Reader<'_>) -> Result<PeerState, DecodeError> {
     }
 }
 
+/// The bytes of a PROPOSAL frame before its transaction: what [`proposal_txn_bytes`] leaves
+/// out.
+fn entry_header_len(entry: &Entry) -> usize {
+    PREAMBLE_LEN + ZXID_LEN + 1 + if entry.digest.is_some() { 8 } else { 0 }
+}
+
+/// The size of the transaction in a PROPOSAL frame encoded by [`encode_zab`] (ZooKeeper's
+/// proposal size: the serialized request).
+pub fn proposal_txn_bytes(entry: &Entry, frame: &[u8]) -> usize {
+    frame.len().saturating_sub(entry_header_len(entry))
+}
+
 fn write_entry(w: &mut Writer, entry: &Entry) {
     write_zxid(w, entry.zxid);
     w.write_bool(entry.digest.is_some());

@@ -92,6 +92,8 @@ pub struct EnsembleStats {
 
 pub struct Ensemble {
     pub zab: Zab,
+    /// The leader's last proposal, encoded once for every follower it goes to.
+    pub(crate) proposal_frame: Option<(zab::Zxid, Vec<u8>)>,
     /// This server's id (`myid`).
     pub me: Sid,
     /// Every other member, voter or observer.
@@ -153,6 +155,7 @@ impl Ensemble {
             stats: EnsembleStats::default(),
             outbox: Vec::new(),
             handed_over_to: None,
+            proposal_frame: None,
         }
     }
 

@@ -31,20 +31,24 @@ pub async fn read_frame_up_to<R: AsyncReadExt + Unpin>(
     if len > max {
         return Err(FrameError::TooLarge(len, max));
     }
+    // Grown a step at a time, so a peer that claims a huge frame and sends nothing costs no
+    // more memory than it sent.
     let mut payload = Vec::with_capacity(len.min(GROWTH_STEP));
     while payload.len() < len {
-        let step = (len - payload.len()).min(GROWTH_STEP);
-        payload.reserve(step);
-        let got = (&mut *r)
-            .take(step as u64)
-            .read_to_end(&mut payload)
-            .await?;
-        if got < step {
-            return Err(std::io::Error::new(
-                std::io::ErrorKind::UnexpectedEof,
-                format!("frame cut short: {} of {len} bytes", payload.len()),
-            )
-            .into());
+        let start = payload.len();
+        payload.resize(start + (len - start).min(GROWTH_STEP), 0);
+        if let Err(e) = r.read_exact(&mut payload[start..]).await {
+            if e.kind() == std::io::ErrorKind::UnexpectedEof {
+                return Err(std::io::Error::new(
+                    std::io::ErrorKind::UnexpectedEof,
+                    format!(
+                        "frame cut short: fewer than {} of {len} bytes",
+                        payload.len()
+                    ),
+                )
+                .into());
+            }
+            return Err(e.into());
         }
     }
     Ok(payload)

@@ -340,7 +340,9 @@ async fn serve(
     inbound: &mut mpsc::Receiver<PeerStream>,
     events: &mpsc::Sender<PeerEvent>,
 ) -> Option<PeerStream> {
-    let (mut read_half, write_half) = stream.split();
+    let (read_half, write_half) = stream.split();
+    // Buffered: under load many frames arrive per read, not one read per length and body.
+    let mut read_half = tokio::io::BufReader::with_capacity(64 << 10, read_half);
     let writer = async move {
         let mut w = BufWriter::with_capacity(64 << 10, write_half);
         while let Some(outgoing) = rx.recv().await {
