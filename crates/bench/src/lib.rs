@@ -176,7 +176,7 @@ pub struct BenchArgs {
     #[arg(long, default_value = "bench-results")]
     pub out: PathBuf,
     /// Servers per target (1 = standalone; default 3 for leader-only, failures and restore, 1
-    /// otherwise). Clients spread over the servers round-robin; `null` stays standalone.
+    /// otherwise). Clients spread over the servers round-robin, starting at the leader; `null` stays standalone.
     #[arg(long)]
     pub servers: Option<usize>,
     /// queue-vs-brokers: the message brokers to run the job against as well, comma-separated

@@ -164,6 +164,8 @@ pub struct Persistence {
     /// Durable mode: a leader's snapshot waiting for its stream (see
     /// [`Persistence::replace_with_snapshot`]).
     replacing: Option<Replacing>,
+    /// Hands snapshots to the snapshot thread (see [`Persistence::snapshot_worker`]).
+    worker: Option<std::sync::mpsc::Sender<SnapshotJob>>,
     /// Diskless: the transactions applied since the state on disk began to be written, for the
     /// next delta ([`crate::delta`]); `journal_broken` when some were dropped.
     journal: Journal,
@@ -260,6 +262,7 @@ impl Persistence {
             pending_snapshot: None,
             log_cut: None,
             replacing: None,
+            worker: None,
             journal: Journal::starting_at(recovered.tree.last_processed_zxid()),
             journal_broken: false,
             chain: Arc::new(std::sync::Mutex::new(None)),
@@ -490,15 +493,48 @@ impl Persistence {
             self.pending_snapshot = Some(job);
             return true;
         }
-        let spawned = std::thread::Builder::new()
-            .name("meerkat-snapshot".into())
-            .spawn(move || job.run(None));
-        if let Err(e) = spawned {
-            tracing::error!(error = %e, "could not start the snapshot thread");
-            self.snapshot_running.store(false, Ordering::Release);
-            return false;
+        match self.snapshot_worker() {
+            // The worker is alive while its sender is: a send fails only if it panicked.
+            Some(worker) => match worker.send(job) {
+                Ok(()) => true,
+                Err(_) => {
+                    tracing::error!("the snapshot thread has stopped");
+                    self.worker = None;
+                    self.snapshot_running.store(false, Ordering::Release);
+                    false
+                }
+            },
+            None => {
+                self.snapshot_running.store(false, Ordering::Release);
+                false
+            }
         }
-        true
+    }
+
+    /// The thread that writes snapshots, started at the first one. One thread for the server's
+    /// life: diskless delta batches come as often as writes do, and a thread started for each
+    /// cost more than the batch.
+    fn snapshot_worker(&mut self) -> Option<&std::sync::mpsc::Sender<SnapshotJob>> {
+        if self.worker.is_none() {
+            let (tx, rx) = std::sync::mpsc::channel::<SnapshotJob>();
+            let spawned = std::thread::Builder::new()
+                .name("meerkat-snapshot".into())
+                .spawn(move || {
+                    // At most one job is ever queued: the next starts only when the
+                    // running flag the last one clears is down.
+                    for job in rx {
+                        job.run(None);
+                    }
+                });
+            match spawned {
+                Ok(_) => self.worker = Some(tx),
+                Err(e) => {
+                    tracing::error!(error = %e, "could not start the snapshot thread");
+                    return None;
+                }
+            }
+        }
+        self.worker.as_ref()
     }
 
     /// Diskless: the journal, to be written as a delta, if that is what the next busy snapshot

@@ -32,6 +32,11 @@ pub struct Chain {
     pub delta_bytes: u64,
 }
 
+/// Diskless: the least rest after a delta batch (unless the rest is 0, the thesis's back to
+/// back). It bounds the fsyncs a server makes for its busy snapshots to 200 a second, and adds
+/// at most this much to what a whole-ensemble power loss can take (docs/durability.md).
+pub const DELTA_REST_MIN_MS: u64 = 5;
+
 pub struct SnapshotJob {
     pub fs: Arc<dyn FileSystem>,
     pub layout: Layout,
@@ -95,7 +100,17 @@ impl SnapshotJob {
         match appended {
             Ok(bytes) => {
                 let ms = took_ms.unwrap_or_else(|| started.elapsed().as_millis() as u64);
-                self.rested_after(ms);
+                // A batch takes about one fsync; resting a few times that would mean an fsync
+                // per write at low rates. A floor gathers a few writes per batch.
+                let floor = if self.rest_percent > 0 {
+                    DELTA_REST_MIN_MS
+                } else {
+                    0
+                };
+                self.rest_until_ms.store(
+                    self.clock.now_ms() + (ms * self.rest_percent / 100).max(floor),
+                    Ordering::Release,
+                );
                 *lock(&self.chain) = Some(Chain {
                     end_zxid: journal.last_zxid,
                     delta_bytes: chain.delta_bytes + bytes,

@@ -335,7 +335,14 @@ pub async fn each_target(
             warmup: ctx.scale.warmup(),
             make: make.clone(),
         };
-        let result = crate::load::run(&server.addrs, &spec).await?;
+        // Round-robin from the leader: one client goes through the leader (no forwarding
+        // hop), as the papers' single-client figures do.
+        let mut addrs = server.addrs.clone();
+        if server.servers() > 1 {
+            let leader = server.leader(std::time::Duration::from_secs(10)).await?;
+            addrs.rotate_left(leader);
+        }
+        let result = crate::load::run(&addrs, &spec).await?;
         no_errors(target, &result)?;
         server.stop();
         results.push((target, result));
