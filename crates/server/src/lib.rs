@@ -562,6 +562,7 @@ fn log_recovery(recovered: &storage::Recovered, load_ms: u64) {
             .as_ref()
             .map_or("none".to_string(), |(p, _)| p.display().to_string()),
         replayed = recovered.replayed,
+        delta_txns = recovered.deltas,
         last_zxid = format!("{:#x}", recovered.last_zxid),
         nodes = recovered.tree.node_count(),
         sessions = recovered.tree.sessions().len(),
