@@ -24,10 +24,13 @@ pub enum HostBug {
     /// A leader keeps the requests of a member whose link broke in its backlog, and proposes
     /// them after that member synced and sent them again: they run twice.
     KeepWorkOfLostMembers,
+    /// Work queued while a hand-over was under way is drained only by a commit: when the
+    /// hand-over is abandoned and no commit comes, the leader stalls (sim seed 9036872).
+    StallAfterAbandonedHandOver,
 }
 
 impl HostBug {
-    pub const ALL: [HostBug; 7] = [
+    pub const ALL: [HostBug; 8] = [
         HostBug::DropWhenBacklogFull,
         HostBug::ReplyBeforeEvent,
         HostBug::LearnerExpiresSessions,
@@ -35,6 +38,7 @@ impl HostBug {
         HostBug::HoldForever,
         HostBug::ResendLogged,
         HostBug::KeepWorkOfLostMembers,
+        HostBug::StallAfterAbandonedHandOver,
     ];
 
     pub fn name(self) -> &'static str {
@@ -46,6 +50,7 @@ impl HostBug {
             HostBug::HoldForever => "hold-forever",
             HostBug::ResendLogged => "resend-logged",
             HostBug::KeepWorkOfLostMembers => "keep-work-of-lost-members",
+            HostBug::StallAfterAbandonedHandOver => "stall-after-abandoned-hand-over",
         }
     }
 

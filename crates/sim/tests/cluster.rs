@@ -97,3 +97,17 @@ fn seeds_that_found_bugs_stay_clean() {
         );
     }
 }
+
+/// The planted twin of the stall seed 9036872 found: the simulator catches it at that seed.
+#[cfg(feature = "planted-bugs")]
+#[test]
+fn the_abandoned_hand_over_stall_is_caught_at_its_seed() {
+    let mut options = ClusterOptions::from_seed(9_036_872, None, false);
+    options.node.bug = Some("stall-after-abandoned-hand-over".into());
+    let report = run_cluster(options);
+    assert!(
+        report.failures.iter().any(|f| f.contains("liveness")),
+        "not caught: {:?}",
+        report.failures
+    );
+}

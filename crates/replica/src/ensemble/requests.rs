@@ -274,7 +274,9 @@ impl<S: Store> Replica<S> {
             }
             ensemble.backlog.push_back(work);
             // Room may have opened since the backlog last drained.
-            self.drain_backlog();
+            if !self.stall_planted() {
+                self.drain_backlog();
+            }
             return;
         }
         self.propose_work(work);
@@ -387,6 +389,18 @@ impl<S: Store> Replica<S> {
             queue.insert(at.unwrap_or(0), Waiting::Throttled(reply));
         }
         self.answer_waiting_reads(conn);
+    }
+
+    /// Planted bug `stall-after-abandoned-hand-over`: the drains that fixed it are skipped.
+    fn stall_planted(&self) -> bool {
+        #[cfg(feature = "planted-bugs")]
+        if self
+            .settings
+            .bug(crate::planted::HostBug::StallAfterAbandonedHandOver)
+        {
+            return true;
+        }
+        false
     }
 
     /// Proposes waiting work while the pipeline has room.
@@ -673,7 +687,9 @@ impl<S: Store> Replica<S> {
         self.run_zab();
         // Work held back during a hand-over that was then abandoned (at its bound, or when the
         // successor left) proposes again: no commit may come to drain it (sim seed 9036872).
-        self.drain_backlog();
+        if !self.stall_planted() {
+            self.drain_backlog();
+        }
         self.check_hold_bound();
         // Diskless: the writes a resting or running busy snapshot missed get theirs now.
         self.store.idle(&self.tree);
