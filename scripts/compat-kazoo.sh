@@ -31,7 +31,8 @@ done
 # kazoo's own tests, from the installed kazoo package, with kazoo's own harness (a 3-member
 # ensemble it configures itself; compat/kazoo/kazoo_suite.py starts meerkat or ZooKeeper in
 # place of its java command): its SASL DIGEST-MD5 tests, its digest-auth tests and its use_ssl
-# test. Not its GSSAPI tests: meerkat has no Kerberos (docs/operators.md).
+# test, and its dynamic reconfiguration tests (kazoo's harness sets reconfigEnabled=true and a
+# superDigest). Not its GSSAPI tests: meerkat has no Kerberos (docs/operators.md).
 # KAZOO_OWN_TESTS="test_client.py ..." runs other modules of kazoo's suite instead (all of
 # test_client.py: about 90 s against ZooKeeper, 50 s against meerkat).
 tests="$("$venv/bin/python" -c 'import kazoo.tests, os; print(os.path.dirname(kazoo.tests.__file__))')"
@@ -40,6 +41,7 @@ selection=(
     "$tests/test_sasl.py::TestSASLDigestAuthentication"
     "$tests/test_client.py::TestAuthentication"
     "$tests/test_client.py::TestSSLClient"
+    "$tests/test_client.py::TestReconfig"
 )
 if [ -n "${KAZOO_OWN_TESTS:-}" ]; then
     selection=()

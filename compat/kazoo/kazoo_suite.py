@@ -108,11 +108,6 @@ MEERKAT_KNOWN_FAILURES = {
         "kazoo's harness signs an X.509 v1 client certificate; rustls' webpki verifier "
         "accepts v3 certificates only, Java's PKIX v1 as well"
     ),
-    # Only in the wider run (KAZOO_OWN_TESTS=test_client.py): kazoo's harness sets
-    # reconfigEnabled=true, meerkat has no dynamic reconfiguration (docs/ensemble.md).
-    "test_client.py::TestReconfig::test_no_super_auth": "no reconfig: ReconfigDisabled",
-    "test_client.py::TestReconfig::test_bad_input": "no reconfig: ReconfigDisabled",
-    "test_client.py::TestReconfig::test_add_remove_observer": "no reconfig: ReconfigDisabled",
 }
 
 

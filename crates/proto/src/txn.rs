@@ -182,7 +182,8 @@ impl TxnBody {
             OpCode::CreateTtl => TxnBody::CreateTtl(CreateTtlTxn::decode(r)?),
             OpCode::Delete => TxnBody::Delete(DeleteTxn::decode(r)?),
             OpCode::DeleteContainer => TxnBody::DeleteContainer(DeleteTxn::decode(r)?),
-            OpCode::SetData => TxnBody::SetData(SetDataTxn::decode(r)?),
+            // ZooKeeper writes a reconfiguration as a setData of /zookeeper/config.
+            OpCode::SetData | OpCode::Reconfig => TxnBody::SetData(SetDataTxn::decode(r)?),
             OpCode::SetAcl => TxnBody::SetAcl(SetAclTxn::decode(r)?),
             OpCode::Check => TxnBody::Check(CheckVersionTxn::decode(r)?),
             OpCode::CreateSession => TxnBody::CreateSession(CreateSessionTxn::decode(r)?),

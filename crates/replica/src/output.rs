@@ -28,6 +28,11 @@ pub enum Output {
         zxid: Zxid,
         tree: tree::TreeSnapshot,
     },
+    /// The members to stay connected to changed (dynamic reconfiguration): every member of
+    /// the active and the pending configuration but this server, with its address.
+    Members {
+        peers: std::collections::BTreeMap<Sid, crate::ensemble::server_spec::ServerSpec>,
+    },
     /// What the replica did, for a checker watching it ([`crate::Settings::observe`]; never
     /// in production).
     Observed(Observation),

@@ -863,6 +863,20 @@ impl<S: Store> Replica<S> {
                 OpCode::Create => (0, Some(Response::Create(path))),
                 _ => (0, Some(Response::Create2(Create2Response { path, stat }))),
             },
+            // A reconfiguration answers with the new configuration, as getData would.
+            TxnOutcome::Updated(stat) if reply.op == OpCode::Reconfig => {
+                let data = self
+                    .tree
+                    .get(zab::membership::CONFIG_NODE)
+                    .and_then(|n| n.data_vec());
+                (
+                    0,
+                    Some(Response::GetData(proto::records::GetDataResponse {
+                        data,
+                        stat,
+                    })),
+                )
+            }
             TxnOutcome::Updated(stat) => (0, Some(Response::Stat(stat))),
             TxnOutcome::Multi(results) => (
                 0,

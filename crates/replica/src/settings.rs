@@ -26,6 +26,13 @@ pub struct Settings {
     /// How long an ensemble member without a leader holds its clients' connections and
     /// requests before it closes them (see `ensemble::hold`); about a tick by default.
     pub failover_hold_ms: u64,
+    /// `reconfigEnabled`: the `reconfig` operation is allowed.
+    pub reconfig_enabled: bool,
+    /// `standaloneEnabled`: a reconfiguration must leave at least two voters.
+    pub standalone_enabled: bool,
+    /// The members the configuration file lists, written to `/zookeeper/config` by the first
+    /// leader of an ensemble (empty for a standalone server).
+    pub initial_config: crate::ensemble::server_spec::ConfigText,
     /// Output [`crate::Output::Observed`] for a checker (the simulator).
     pub observe: bool,
     /// A deliberately wrong variant, for the simulator to catch.
@@ -56,6 +63,9 @@ impl Default for Settings {
             sasl_provider: false,
             allow_sasl_failed_clients: false,
             failover_hold_ms: 2000,
+            reconfig_enabled: false,
+            standalone_enabled: true,
+            initial_config: Default::default(),
             observe: false,
             #[cfg(feature = "planted-bugs")]
             planted_bug: None,

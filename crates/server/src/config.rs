@@ -44,7 +44,7 @@ mod reader;
 mod sasl;
 mod server_line;
 mod tls;
-mod values;
+pub(crate) mod values;
 mod whitelist;
 
 use std::net::{IpAddr, Ipv4Addr, SocketAddr};
@@ -136,6 +136,10 @@ pub struct ServerConfig {
     /// requests before closing them (`failoverHoldMs`, meerkat's own key; `None`: one
     /// tickTime). See docs/ensemble.md.
     pub failover_hold_ms: Option<u64>,
+    /// `reconfigEnabled`: clients may reconfigure the ensemble.
+    pub reconfig_enabled: bool,
+    /// `standaloneEnabled`: a reconfiguration must leave two voters.
+    pub standalone_enabled: bool,
     pub sync_limit: Option<u32>,
     /// The `server.N` lines, sorted by id.
     pub servers: Vec<ServerLine>,
@@ -185,6 +189,8 @@ impl ServerConfig {
             number_to_retain: DEFAULT_NUMBER_TO_RETAIN,
             busy_snapshot_rest_percent: DEFAULT_BUSY_SNAPSHOT_REST_PERCENT,
             failover_hold_ms: None,
+            reconfig_enabled: false,
+            standalone_enabled: true,
             servers: Vec::new(),
             entries: Vec::new(),
             warnings: Vec::new(),

@@ -15,7 +15,7 @@ use proto::request::{self, Request};
 use proto::ConnectRequest;
 use replica::{ClientInput, ConnId, Now, Output, Replica};
 use std::collections::HashMap;
-use std::net::SocketAddr;
+use std::net::{SocketAddr, ToSocketAddrs};
 use std::sync::Arc;
 use std::time::Instant;
 
@@ -334,6 +334,26 @@ impl Core {
             Output::SendSnapshot { to, zxid, tree } => self.send_snapshot(to, zxid, tree),
             // Only a checker asks for these; this server never does (Settings::observe).
             Output::Observed(_) => {}
+            Output::Members { peers } => {
+                let Some(transport) = &mut self.transport else {
+                    return;
+                };
+                for (sid, spec) in peers {
+                    match (spec.host.as_str(), spec.quorum_port).to_socket_addrs() {
+                        Ok(mut addrs) => {
+                            if let Some(addr) = addrs.next() {
+                                transport.add_peer(sid, addr);
+                            }
+                        }
+                        Err(e) => tracing::warn!(
+                            peer = sid,
+                            host = spec.host,
+                            error = %e,
+                            "cannot resolve a member of the configuration"
+                        ),
+                    }
+                }
+            }
         }
     }
 

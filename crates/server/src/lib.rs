@@ -29,7 +29,7 @@ pub mod tls;
 use crate::config::{SaslSettings, ServerConfig};
 use crate::connection::Shared;
 use crate::core::{Core, CoreMsg};
-use std::net::SocketAddr;
+use std::net::{SocketAddr, ToSocketAddrs};
 use std::sync::Arc;
 use tokio::net::TcpListener;
 use tokio::sync::{mpsc, Semaphore};
@@ -194,6 +194,16 @@ pub async fn start(config: ServerConfig) -> Result<RunningServer, StartError> {
             jaas_login_file,
             ..settings
         };
+        // ZooKeeper's super user is a system property too (zoo.cfg wins).
+        if config.super_digest.is_none() {
+            let property = "zookeeper.DigestAuthenticationProvider.superDigest";
+            if let Some(value) = ::sasl::jvm_flags::system_property(flags, property) {
+                match config::values::super_digest(value) {
+                    Ok(digest) => config.super_digest = Some(digest),
+                    Err(e) => tracing::warn!("{}: {property}: {e}", sasl::SERVER_JVMFLAGS),
+                }
+            }
+        }
     }
     // An enforced scheme without a provider stops the server, as in ZooKeeper (checked here,
     // not when zoo.cfg is read, because a provider may come from SERVER_JVMFLAGS).
@@ -279,6 +289,8 @@ pub async fn start(config: ServerConfig) -> Result<RunningServer, StartError> {
         .as_ref()
         .map(|_| replica::boot::zab_boot(&persistence, &recovered, config.diskless, incarnation()))
         .transpose()?;
+    // After a reconfiguration the members are the ones /zookeeper/config names, not zoo.cfg's.
+    let tree_config = replica::ensemble::reconfig::config_of_tree(&recovered.tree);
     let clock = std::time::Instant::now();
     let now = replica::Now {
         mono_ms: 0,
@@ -295,7 +307,24 @@ pub async fn start(config: ServerConfig) -> Result<RunningServer, StartError> {
     let mut peer_rx = None;
     if let (Some(membership), Some(boot)) = (membership, boot) {
         let (peer_tx, rx) = mpsc::channel(limits::PEER_EVENTS_QUEUE_LEN_MAX);
-        let transport_config = membership.transport();
+        let mut transport_config = membership.transport();
+        if let Some(tree_config) = &tree_config {
+            for (sid, spec) in &tree_config.members {
+                if *sid == membership.me || transport_config.peers.contains_key(sid) {
+                    continue;
+                }
+                match (spec.host.as_str(), spec.quorum_port).to_socket_addrs() {
+                    Ok(mut addrs) => {
+                        if let Some(addr) = addrs.next() {
+                            transport_config.peers.insert(*sid, addr);
+                        }
+                    }
+                    Err(e) => {
+                        tracing::warn!(peer = sid, error = %e, "cannot resolve a member of the configuration")
+                    }
+                }
+            }
+        }
         let quorum_tls = if config.quorum_tls.enabled {
             tracing::info!("sslQuorum=true: peer connections are mutual TLS");
             Some(peers::QuorumTls::new(&config.quorum_tls).map_err(StartError::QuorumTls)?)
@@ -315,6 +344,12 @@ pub async fn start(config: ServerConfig) -> Result<RunningServer, StartError> {
         if config.diskless {
             zab_config.durability = zab::Durability::Diskless;
         }
+        if let Some(tree_config) = &tree_config {
+            let m = tree_config.membership();
+            zab_config.voters = m.voters;
+            zab_config.observers = m.observers;
+            zab_config.version = m.version;
+        }
         tracing::info!(
             me = membership.me,
             voters = ?zab_config.voters,
@@ -326,7 +361,7 @@ pub async fn start(config: ServerConfig) -> Result<RunningServer, StartError> {
             "joining the ensemble"
         );
         let zab = zab::Zab::new(zab_config, boot, core.now().mono_ms)?;
-        let peers = membership.peers.keys().copied().collect();
+        let peers = transport_config.peers.keys().copied().collect();
         let ensemble = replica::ensemble::Ensemble::new(
             zab,
             membership.me,
@@ -434,7 +469,33 @@ fn replica_settings(config: &ServerConfig) -> replica::Settings {
         enforce_auth_schemes: config.sasl.enforce_auth_schemes.clone(),
         allow_sasl_failed_clients: config.sasl.allow_failed_clients,
         sasl_provider: config.sasl.provider_schemes.iter().any(|s| s == "sasl"),
+        reconfig_enabled: config.reconfig_enabled,
+        standalone_enabled: config.standalone_enabled,
+        initial_config: initial_config(config),
         ..replica::Settings::default()
+    }
+}
+
+/// The `server.N` lines as `/zookeeper/config` shows them (empty for a standalone server).
+fn initial_config(config: &ServerConfig) -> replica::ensemble::server_spec::ConfigText {
+    use replica::ensemble::server_spec::{ConfigText, ServerSpec};
+    let members = config
+        .servers
+        .iter()
+        .map(|line| {
+            let spec = ServerSpec {
+                host: line.host.clone(),
+                quorum_port: line.quorum_port,
+                election_port: line.election_port,
+                observer: line.role == config::ServerRole::Observer,
+                client: line.client.as_ref().map(|c| (c.host.clone(), c.port)),
+            };
+            (line.id, spec)
+        })
+        .collect();
+    ConfigText {
+        members,
+        version: zab::Zxid::ZERO,
     }
 }
 

@@ -67,6 +67,8 @@ impl World {
             Action::Abdicated { successor } => {
                 self.trace.event(self.now, sid, "abdicated", successor, 0);
             }
+            // The model simulator's ensembles never reconfigure: every member is connected.
+            Action::MembershipChanged { .. } => {}
             Action::Send { to, msg } => {
                 self.trace.message(self.now, sid, to, &msg);
                 if self.crash_after_sync_ack

@@ -93,6 +93,10 @@ impl Trace {
                     "successor=(s{}, {}, e{})",
                     successor.leader, successor.zxid, successor.epoch
                 ),
+                Message::Config(m) => format!(
+                    "version={} voters={:?} observers={:?}",
+                    m.version, m.voters, m.observers
+                ),
             };
             println!("{now:>8} s{from} -> s{to} {} {detail}", msg.kind());
         }

@@ -7,6 +7,7 @@
 
 use crate::config::Sid;
 use crate::entry::{Image, SharedEntry};
+use crate::membership::Membership;
 use crate::message::Message;
 use crate::zxid::Zxid;
 
@@ -69,5 +70,11 @@ pub enum Action {
     /// This leader handed leadership over to `successor` (ABDICATE sent) and is LOOKING.
     Abdicated {
         successor: Sid,
+    },
+    /// The active or the pending configuration changed (dynamic reconfiguration): the host
+    /// reaches every member of both.
+    MembershipChanged {
+        active: Membership,
+        pending: Option<Membership>,
     },
 }

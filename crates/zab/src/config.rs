@@ -1,5 +1,7 @@
 //! Static configuration of one Zab server, and the limits that bound every queue.
 
+use crate::membership::Membership;
+use crate::zxid::Zxid;
 use std::collections::BTreeSet;
 
 /// A server id (`myid`).
@@ -79,6 +81,12 @@ pub struct Config {
     pub voters: BTreeSet<Sid>,
     /// Servers that receive commits and never vote.
     pub observers: BTreeSet<Sid>,
+    /// The version of the active configuration (`voters`, `observers`): the zxid of the
+    /// reconfiguration that made it, zero for a configuration from a file.
+    pub version: Zxid,
+    /// A configuration proposed and not yet committed (see `membership.rs`): while there is
+    /// one, every quorum must also be a quorum of it.
+    pub pending: Option<Membership>,
     pub tick_ms: Millis,
     /// Ticks a learner may take to connect and sync (ZooKeeper `initLimit`).
     pub init_limit_ticks: u64,
@@ -121,6 +129,8 @@ impl Config {
             my_id,
             voters,
             observers,
+            version: Zxid::ZERO,
+            pending: None,
             tick_ms: 50,
             init_limit_ticks: 10,
             sync_limit_ticks: 5,
@@ -136,26 +146,80 @@ impl Config {
         }
     }
 
+    /// A majority of the active configuration's voters (what `mntr` reports).
     pub fn quorum_size(&self) -> usize {
         self.voters.len() / 2 + 1
     }
 
+    /// The active configuration as a value.
+    pub fn active(&self) -> Membership {
+        Membership {
+            version: self.version,
+            voters: self.voters.clone(),
+            observers: self.observers.clone(),
+        }
+    }
+
+    /// Votes, in the active or the pending configuration.
     pub fn is_voter(&self, sid: Sid) -> bool {
-        self.voters.contains(&sid)
+        self.voters.contains(&sid) || self.pending.as_ref().is_some_and(|p| p.is_voter(sid))
     }
 
+    /// Observes, and votes in neither configuration.
     pub fn is_observer(&self, sid: Sid) -> bool {
-        self.observers.contains(&sid)
+        !self.is_voter(sid)
+            && (self.observers.contains(&sid)
+                || self
+                    .pending
+                    .as_ref()
+                    .is_some_and(|p| p.observers.contains(&sid)))
     }
 
-    /// Every server but this one.
+    /// A member of the active or the pending configuration.
+    pub fn is_member(&self, sid: Sid) -> bool {
+        self.is_voter(sid) || self.is_observer(sid)
+    }
+
+    /// True when the servers `has` says yes to are a majority of the active configuration's
+    /// voters and, while one is pending, of the pending one's too.
+    pub fn is_quorum(&self, has: impl Fn(Sid) -> bool) -> bool {
+        let majority =
+            |voters: &BTreeSet<Sid>| voters.iter().filter(|&&s| has(s)).count() > voters.len() / 2;
+        majority(&self.voters) && self.pending.as_ref().is_none_or(|p| majority(&p.voters))
+    }
+
+    /// The highest zxid held by a quorum (in the sense of [`Config::is_quorum`]), given what
+    /// each server holds; `short` counts that many servers fewer (planted bugs only).
+    pub fn quorum_point(&self, holds: impl Fn(Sid) -> Option<Zxid>, short: usize) -> Option<Zxid> {
+        let point = |voters: &BTreeSet<Sid>| {
+            let mut points: Vec<Zxid> = voters.iter().filter_map(|&s| holds(s)).collect();
+            points.sort_unstable_by(|a, b| b.cmp(a));
+            let needed = (voters.len() / 2 + 1).saturating_sub(short).max(1);
+            points.get(needed - 1).copied()
+        };
+        let active = point(&self.voters)?;
+        match &self.pending {
+            Some(p) => Some(active.min(point(&p.voters)?)),
+            None => Some(active),
+        }
+    }
+
+    /// Every server but this one, in the active and the pending configuration.
     pub fn peers(&self) -> impl Iterator<Item = Sid> + '_ {
         let me = self.my_id;
-        self.voters
+        let pending = self
+            .pending
+            .iter()
+            .flat_map(|p| p.voters.iter().chain(p.observers.iter()));
+        let all: BTreeSet<Sid> = self
+            .voters
             .iter()
             .chain(self.observers.iter())
+            .chain(pending)
             .copied()
             .filter(move |&s| s != me)
+            .collect();
+        all.into_iter()
     }
 
     pub fn init_limit_ms(&self) -> Millis {

@@ -239,19 +239,18 @@ impl Election {
         if !self.voter || n.round != self.round || leader == config.my_id {
             return None;
         }
-        let mine = usize::from(self.vote.leader == leader);
-        let agree = mine
-            + self
-                .received
-                .iter()
-                .filter(|(sid, v)| **sid != config.my_id && v.leader == leader)
-                .count();
+        let agrees = |sid: Sid| {
+            if sid == config.my_id {
+                self.vote.leader == leader
+            } else {
+                self.received.get(&sid).is_some_and(|v| v.leader == leader)
+            }
+        };
         let leader_says_leading = self
             .out_of_election
             .get(&leader)
             .is_some_and(|(_, state, round)| *state == PeerState::Leading && *round == self.round);
-        (agree >= config.quorum_size() && leader_says_leading)
-            .then_some(Decision::Follow { leader })
+        (config.is_quorum(agrees) && leader_says_leading).then_some(Decision::Follow { leader })
     }
 
     /// The successor a hand-over designated says it leads: follow it, whatever the rounds (it
@@ -272,19 +271,16 @@ impl Election {
         if leader == config.my_id {
             return None;
         }
-        let agree = self
-            .out_of_election
-            .iter()
-            .filter(|(_, (v, state, _))| {
+        let agrees = |sid: Sid| {
+            self.out_of_election.get(&sid).is_some_and(|(v, state, _)| {
                 *state != PeerState::Observing && v.leader == leader && v.epoch == n.vote.epoch
             })
-            .count();
+        };
         let leader_says_leading = self
             .out_of_election
             .get(&leader)
             .is_some_and(|(v, state, _)| *state == PeerState::Leading && v.epoch == n.vote.epoch);
-        (agree >= config.quorum_size() && leader_says_leading)
-            .then_some(Decision::Follow { leader })
+        (config.is_quorum(agrees) && leader_says_leading).then_some(Decision::Follow { leader })
     }
 
     /// Every voter of the configuration is present in our round (ourselves included), and the
@@ -296,8 +292,14 @@ impl Election {
         let present = config.voters.iter().all(|v| {
             *v == config.my_id || self.received.contains_key(v) || self.uncounted.contains_key(v)
         });
-        let whole = self.received.len() + usize::from(self.voter);
-        present && whole < config.quorum_size()
+        let whole = |sid: Sid| {
+            if sid == config.my_id {
+                self.voter
+            } else {
+                self.received.contains_key(&sid)
+            }
+        };
+        present && !config.is_quorum(whole)
     }
 
     /// The best vote any present voter proposes (our own included).
@@ -354,12 +356,7 @@ impl Election {
     }
 
     fn quorum_agrees_with_own_vote(&self, config: &Config) -> bool {
-        let others = self
-            .received
-            .iter()
-            .filter(|(sid, v)| **sid != config.my_id && **v == self.vote)
-            .count();
-        others + 1 >= config.quorum_size()
+        config.is_quorum(|sid| sid == config.my_id || self.received.get(&sid) == Some(&self.vote))
     }
 
     /// Time passes: decide after the finalize wait, or re-broadcast an unanswered vote.
@@ -387,9 +384,13 @@ impl Election {
     }
 }
 
-/// Full houses exist only in diskless mode, and only voters take part in them.
+/// Full houses exist only in diskless mode, only voters take part in them, and never while a
+/// reconfiguration is pending (which configuration's every voter would have to be present is
+/// then not one question; the ensemble waits for a quorum of both instead).
 fn full_house_allowed(config: &Config) -> bool {
-    config.durability == Durability::Diskless && config.is_voter(config.my_id)
+    config.durability == Durability::Diskless
+        && config.is_voter(config.my_id)
+        && config.pending.is_none()
 }
 
 #[cfg(test)]

@@ -8,8 +8,6 @@ pub enum ZabError {
     EpochsInverted { accepted: u32, current: u32 },
     #[error("boot refused: log not strictly increasing at {at} (after {prev})")]
     LogNotIncreasing { prev: Zxid, at: Zxid },
-    #[error("boot refused: my id {0} is not in the configuration")]
-    UnknownSelf(u64),
 }
 
 /// Why a client proposal was not accepted.

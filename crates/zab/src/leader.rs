@@ -171,13 +171,13 @@ impl Zab {
         !info.observer && self.config.is_voter(sid) && (!info.recovering || full_house)
     }
 
-    /// Reports discovery needs before it may proceed: a quorum, or every voter under a full
-    /// house.
-    fn discovery_reports_needed(&self) -> usize {
+    /// Whether discovery heard enough of the servers `reported` says yes to (ourselves
+    /// included): a quorum, or every voter under a full house.
+    fn discovery_heard_enough(&self, reported: impl Fn(Sid) -> bool) -> bool {
         if self.leading().full_house {
-            self.config.voters.len()
+            self.config.voters.iter().all(|&s| reported(s))
         } else {
-            self.config.quorum_size()
+            self.config.is_quorum(reported)
         }
     }
 
@@ -255,9 +255,8 @@ impl Zab {
     }
 
     fn leader_check_epoch_quorum(&mut self) {
-        let needed = self.discovery_reports_needed();
         let l = self.leading();
-        if l.epoch.is_some() || l.epoch_reports.len() < needed {
+        if l.epoch.is_some() || !self.discovery_heard_enough(|s| l.epoch_reports.contains_key(&s)) {
             return;
         }
         let highest = l.epoch_reports.values().copied().max().unwrap_or(0);
@@ -350,10 +349,11 @@ impl Zab {
     }
 
     fn leader_check_ack_epoch_quorum(&mut self) {
-        let needed = self.discovery_reports_needed();
+        let me = self.config.my_id;
         let l = self.leading();
         let Some(epoch) = l.epoch else { return };
-        if l.epoch_settled || l.ack_epochs.len() + 1 < needed {
+        if l.epoch_settled || !self.discovery_heard_enough(|s| s == me || l.ack_epochs.contains(&s))
+        {
             return;
         }
         // Durable before the first NEWLEADER (ZAB.md §2).
@@ -404,6 +404,7 @@ impl Zab {
             self.send(sid, Message::Proposal(entry));
         }
         let synced_upto = self.history.last();
+        self.send(sid, Message::Config(self.config.active()));
         self.send(sid, Message::NewLeader { epoch });
         if let Some(h) = self.leader_mut().learners.get_mut(&sid) {
             h.phase = HandlerPhase::NewLeaderSent;
@@ -450,9 +451,14 @@ impl Zab {
     }
 
     pub(crate) fn leader_check_established(&mut self, now: Millis) {
-        let quorum = self.config.quorum_size();
+        let me = self.config.my_id;
         let l = self.leading();
-        if l.established_at.is_some() || !l.epoch_settled || l.newleader_acks.len() + 1 < quorum {
+        if l.established_at.is_some()
+            || !l.epoch_settled
+            || !self
+                .config
+                .is_quorum(|s| s == me || l.newleader_acks.contains(&s))
+        {
             return;
         }
         // We count ourselves only once our own log is on disk: a leader that came up from
@@ -497,23 +503,27 @@ impl Zab {
         if l.established_at.is_none() {
             return;
         }
-        let mut points: Vec<Zxid> = vec![self.history.durable()];
-        for (sid, h) in &l.learners {
-            if self.counts_for_quorum(*sid, h) {
-                points.push(h.acked);
+        let me = self.config.my_id;
+        let durable = self.history.durable();
+        let holds = |sid: Sid| {
+            if sid == me {
+                return Some(durable);
             }
-        }
-        points.sort_unstable_by(|a, b| b.cmp(a));
+            l.learners
+                .get(&sid)
+                .filter(|h| self.counts_for_quorum(sid, h))
+                .map(|h| h.acked)
+        };
         #[allow(unused_mut)]
-        let mut needed = self.config.quorum_size();
+        let mut short = 0;
         #[cfg(feature = "planted-bugs")]
         if self
             .config
             .bug(crate::config::PlantedBug::CommitWithoutQuorum)
         {
-            needed = needed.saturating_sub(1).max(1);
+            short = 1;
         }
-        let Some(&candidate) = points.get(needed - 1) else {
+        let Some(candidate) = self.config.quorum_point(holds, short) else {
             return;
         };
         let committed = l.committed;
@@ -618,6 +628,7 @@ impl Zab {
         }
         let entry = Arc::new(Entry { zxid, txn, digest });
         self.history.append(entry.clone());
+        self.note_appended(&entry);
         self.actions.push(Action::Append(entry.clone()));
         let l = self.leader_mut();
         l.last_proposed = zxid;
@@ -636,7 +647,6 @@ impl Zab {
     pub(crate) fn leader_on_tick(&mut self, now: Millis) {
         let init_limit = self.config.init_limit_ms();
         let sync_limit = self.config.sync_limit_ms();
-        let quorum = self.config.quorum_size();
         let l = self.leading();
         if l.established_at.is_none() {
             if now > l.started_at + init_limit {
@@ -646,7 +656,7 @@ impl Zab {
         }
         // Learners silent too long are dropped; if the rest is no quorum, step down.
         let mut silent = Vec::new();
-        let mut alive = 1;
+        let mut alive = BTreeSet::from([self.config.my_id]);
         for (sid, h) in &l.learners {
             let limit = if h.phase >= HandlerPhase::NewLeaderAcked {
                 sync_limit
@@ -656,10 +666,10 @@ impl Zab {
             if now > h.last_heard + limit {
                 silent.push(*sid);
             } else if self.counts_for_quorum(*sid, h) {
-                alive += 1;
+                alive.insert(*sid);
             }
         }
-        if alive < quorum {
+        if !self.config.is_quorum(|s| alive.contains(&s)) {
             self.become_looking(now, "lost quorum (syncLimit)");
             return;
         }

@@ -6,6 +6,7 @@
 use crate::action::{Action, Role};
 use crate::config::{sync_entries_max, Durability, Millis, Sid};
 use crate::entry::{Image, SharedEntry};
+use crate::membership::Membership;
 use crate::message::{Message, Vote};
 use crate::zab::{RoleState, Zab};
 use crate::zxid::Zxid;
@@ -34,6 +35,8 @@ struct SyncBuffer {
     /// The zxid the stream continues from.
     after: Zxid,
     entries: Vec<SharedEntry>,
+    /// The leader's active configuration, adopted with the stream at NEWLEADER.
+    config: Option<Membership>,
 }
 
 #[derive(Debug)]
@@ -132,6 +135,11 @@ impl Zab {
             Message::Proposal(entry) if phase == LearnerPhase::Syncing => {
                 self.learner_stage(now, entry)
             }
+            Message::Config(config) if phase == LearnerPhase::Syncing => {
+                if let Some(buf) = self.learner_mut().sync.as_mut() {
+                    buf.config = Some(config);
+                }
+            }
             Message::Proposal(entry) if phase >= LearnerPhase::NewLeaderPending => {
                 self.learner_append(now, entry)
             }
@@ -210,6 +218,7 @@ impl Zab {
             mode,
             after,
             entries: Vec::new(),
+            config: None,
         });
     }
 
@@ -261,6 +270,7 @@ impl Zab {
                     self.actions.push(Action::Truncate(to));
                 }
                 self.history.truncate(to);
+                self.rescan_pending();
             }
             SyncMode::Snap(zxid, image) => {
                 // Durable first, then applied: the image is the leader's applied (committed)
@@ -276,10 +286,15 @@ impl Zab {
                 self.history.reset_to_snapshot(zxid);
                 self.actions.push(Action::InstallSnapshot { zxid, image });
                 self.history.set_delivered_snapshot(zxid);
+                self.rescan_pending();
             }
+        }
+        if let Some(config) = buf.config {
+            self.activate(config);
         }
         for entry in buf.entries {
             self.history.append(entry.clone());
+            self.note_appended(&entry);
             self.actions.push(Action::Append(entry));
         }
         let mark = self.history.last();
@@ -359,6 +374,7 @@ impl Zab {
         }
         let zxid = entry.zxid;
         self.history.append(entry.clone());
+        self.note_appended(&entry);
         self.actions.push(Action::Append(entry));
         #[cfg(feature = "planted-bugs")]
         if self.config.bug(crate::config::PlantedBug::AckBeforePersist)

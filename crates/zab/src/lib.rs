@@ -26,9 +26,11 @@
 //!   [`sync_plan`] chooses DIFF/TRUNC/SNAP.
 //! * `transfer`: a leader handing over to its most up-to-date follower (ABDICATE).
 //! * [`history`]: the in-memory log with its durable / delivered marks.
+//! * [`membership`]: configurations and their changes (dynamic reconfiguration).
 //! * [`message`], [`action`], [`entry`], [`zxid`], [`config`], [`error`]: the vocabulary.
 
 pub mod action;
+mod activation;
 pub mod config;
 pub mod election;
 pub mod entry;
@@ -36,6 +38,7 @@ pub mod error;
 pub mod history;
 mod leader;
 mod learner;
+pub mod membership;
 pub mod message;
 pub mod sync_plan;
 mod transfer;
@@ -49,6 +52,7 @@ pub use config::{Config, Durability, Millis, Sid};
 pub use entry::{Entry, Image, SharedEntry};
 pub use error::{DigestMismatch, ProposeError, TransferError, ZabError};
 pub use leader::LearnerStatus;
+pub use membership::{Membership, MembershipError};
 pub use message::{Message, Notification, PeerState, Vote};
 pub use zab::{Boot, Zab, RETAINED_BYTES_MAX, RETAINED_ENTRIES_MAX};
 pub use zxid::Zxid;

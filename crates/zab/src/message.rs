@@ -4,6 +4,7 @@
 
 use crate::config::Sid;
 use crate::entry::{Image, SharedEntry};
+use crate::membership::Membership;
 use crate::zxid::Zxid;
 
 /// What a server says it is doing, in its election notifications.
@@ -94,6 +95,9 @@ pub enum Message {
         committed: Zxid,
     },
     Ping,
+    /// The leader's active configuration, sent with the sync stream before NEWLEADER: a
+    /// learner synced from a snapshot has no entry that carries it.
+    Config(Membership),
     /// A leader hands over (see `transfer.rs`): it stopped proposing, everything it proposed
     /// is committed and `successor` (whose vote this is) holds all of it. Go LOOKING at once
     /// with this vote.
@@ -120,6 +124,7 @@ impl Message {
             Message::Ack { .. } => "ACK",
             Message::UpToDate { .. } => "UPTODATE",
             Message::Ping => "PING",
+            Message::Config(_) => "CONFIG",
             Message::Abdicate { .. } => "ABDICATE",
         }
     }

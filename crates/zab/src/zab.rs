@@ -81,6 +81,8 @@ pub struct Zab {
     /// The vote a leader's hand-over designated for our next election (`transfer.rs`), until
     /// that election decides.
     pub(crate) successor: Option<Vote>,
+    /// A configuration was activated: the role must be checked against it after this input.
+    pub(crate) role_check: bool,
 }
 
 /// The most delivered entries [`Zab::retain_after`] keeps; beyond it the oldest go as usual
@@ -96,9 +98,6 @@ impl Zab {
                 accepted: boot.accepted_epoch,
                 current: boot.current_epoch,
             });
-        }
-        if !config.is_voter(config.my_id) && !config.is_observer(config.my_id) {
-            return Err(ZabError::UnknownSelf(config.my_id));
         }
         assert!(config.voters.len() + config.observers.len() <= SERVERS_MAX);
         let mut prev = boot.snapshot_zxid;
@@ -126,8 +125,27 @@ impl Zab {
             early_learners: BTreeMap::new(),
             retain_after: None,
             successor: None,
+            role_check: false,
             config,
         };
+        // Reconfigurations in the log after the snapshot: all but the last are committed (a
+        // leader proposes one only after the one before it committed); the last is pending.
+        for entry in zab
+            .history
+            .entries_after(zab.history.base())
+            .cloned()
+            .collect::<Vec<_>>()
+        {
+            if let Some(m) = crate::membership::Membership::of_txn(&entry.txn) {
+                if let Some(earlier) = zab.config.pending.take() {
+                    zab.activate(earlier);
+                }
+                if m.version > zab.config.version {
+                    zab.config.pending = Some(m);
+                }
+            }
+        }
+        zab.role_check = false;
         zab.become_looking(now, "boot");
         Ok(zab)
     }
@@ -150,12 +168,14 @@ impl Zab {
 
     /// True when this server may answer clients: an established leader, or a learner past
     /// UPTODATE.
+    /// A server outside the configuration serves nobody (`activation.rs`).
     pub fn is_serving(&self) -> bool {
-        match &self.role {
+        let in_step = match &self.role {
             RoleState::Leading(l) => l.established_at.is_some(),
             RoleState::Learning(l) => l.serving(),
             _ => false,
-        }
+        };
+        in_step && self.config.is_member(self.config.my_id)
     }
 
     /// The leader we follow (or ourselves when leading), once known.
@@ -266,6 +286,7 @@ impl Zab {
             RoleState::Learning(l) if l.leader == from => self.learner_on_message(now, msg),
             _ => {}
         }
+        self.fit_role_to_membership(now);
     }
 
     pub fn handle_tick(&mut self, now: Millis) {
@@ -281,6 +302,11 @@ impl Zab {
             RoleState::Learning(_) => self.learner_on_tick(now),
             RoleState::Halted => {}
         }
+        self.fit_role_to_membership(now);
+        if let RoleState::Leading(_) = &self.role {
+            // A hand-over that was abandoned is tried again while we do not vote.
+            self.leader_step_aside_if_not_voting(now);
+        }
     }
 
     /// The host's log is durable (fsynced) up to `zxid`.
@@ -295,6 +321,7 @@ impl Zab {
             RoleState::Learning(_) => self.learner_on_durable(),
             _ => {}
         }
+        self.fit_role_to_membership(now);
     }
 
     /// The connection to `peer` broke.
@@ -546,7 +573,8 @@ impl Zab {
         }
         let before = self.history.delivered();
         for entry in self.history.take_deliverable(zxid) {
-            self.actions.push(Action::Deliver(entry));
+            self.actions.push(Action::Deliver(entry.clone()));
+            self.note_delivered(&entry);
         }
         assert!(self.history.delivered() >= before);
         let keep = match self.retain_after {

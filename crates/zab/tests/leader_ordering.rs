@@ -325,3 +325,101 @@ fn a_hand_over_the_successor_cannot_complete_is_abandoned_at_its_bound() {
         "a new hand-over may start"
     );
 }
+
+/// A reconfiguration transaction at `zxid` installing `voters` (ZooKeeper's setData of
+/// /zookeeper/config with op type reconfig).
+fn reconfig(zxid: Zxid, voters: &[u64]) -> Txn {
+    let mut text = String::new();
+    for v in voters {
+        text.push_str(&format!(
+            "server.{v}=127.0.0.1:{}:{}:participant\n",
+            2000 + v,
+            3000 + v
+        ));
+    }
+    text.push_str(&format!("version={:x}", zxid.as_i64()));
+    Txn {
+        header: TxnHeader {
+            client_id: 1,
+            cxid: 1,
+            zxid: zxid.as_i64(),
+            time: 0,
+            op_type: zab::membership::RECONFIG_OP,
+        },
+        body: TxnBody::SetData(proto::txn::SetDataTxn {
+            path: zab::membership::CONFIG_NODE.into(),
+            data: Some(text.into_bytes()),
+            version: -1,
+        }),
+    }
+}
+
+fn delivered(actions: &[Action]) -> Vec<Zxid> {
+    actions
+        .iter()
+        .filter_map(|a| match a {
+            Action::Deliver(e) => Some(e.zxid),
+            _ => None,
+        })
+        .collect()
+}
+
+#[test]
+fn a_pending_reconfiguration_commits_only_with_a_quorum_of_both_configurations() {
+    let mut z = leader();
+    let zxid = z.next_zxid().unwrap();
+    // {1, 3} is a quorum of the old voters {1, 2, 3}, not of the new {1, 3, 4, 5}.
+    z.propose(40, reconfig(zxid, &[1, 3, 4, 5]), None).unwrap();
+    assert_eq!(
+        z.config().pending.as_ref().map(|p| p.voters.clone()),
+        Some([1, 3, 4, 5].into())
+    );
+    z.handle_message(41, 1, Message::Ack { zxid });
+    z.handle_log_durable(42, zxid);
+    assert_eq!(delivered(&z.poll_actions()), Vec::<Zxid>::new());
+    // A write after it waits too: every quorum needs both configurations while one is pending.
+    let next = z.next_zxid().unwrap();
+    z.propose(43, noop(next), None).unwrap();
+    z.handle_message(44, 1, Message::Ack { zxid: next });
+    z.handle_log_durable(45, next);
+    assert_eq!(delivered(&z.poll_actions()), Vec::<Zxid>::new());
+    assert_eq!(z.config().voters, [1, 2, 3].into(), "nothing activated");
+}
+
+#[test]
+fn a_committed_reconfiguration_becomes_the_active_configuration() {
+    let mut z = leader();
+    let zxid = z.next_zxid().unwrap();
+    // Remove 2: {1, 3} is a quorum of both {1, 2, 3} and {1, 3}.
+    z.propose(40, reconfig(zxid, &[1, 3]), None).unwrap();
+    z.handle_message(41, 1, Message::Ack { zxid });
+    z.handle_log_durable(42, zxid);
+    let a = z.poll_actions();
+    assert_eq!(delivered(&a), vec![zxid]);
+    assert_eq!(z.config().voters, [1, 3].into());
+    assert_eq!(z.config().version, zxid);
+    assert!(z.config().pending.is_none());
+    assert!(a.iter().any(|x| matches!(
+        x,
+        Action::MembershipChanged { active, pending: None } if active.voters == [1, 3].into()
+    )));
+    assert!(z.is_serving());
+}
+
+#[test]
+fn a_leader_removed_from_the_voters_hands_leadership_over() {
+    let mut z = leader();
+    let zxid = z.next_zxid().unwrap();
+    // The new configuration {1}: 3 (the leader) no longer votes.
+    z.propose(40, reconfig(zxid, &[1]), None).unwrap();
+    z.handle_message(41, 1, Message::Ack { zxid });
+    z.handle_log_durable(42, zxid);
+    let a = z.poll_actions();
+    assert_eq!(delivered(&a), vec![zxid]);
+    assert!(
+        a.contains(&Action::Abdicated { successor: 1 }),
+        "the leader abdicates to the only voter: {a:?}"
+    );
+    assert_eq!(z.role(), Role::Looking);
+    assert!(!z.is_serving());
+}

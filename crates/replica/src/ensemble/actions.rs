@@ -121,6 +121,7 @@ impl<S: Store> Replica<S> {
                         s.min_proposal_bytes.min(bytes)
                     };
                 }
+                self.learn_addresses(&entry.txn);
                 if let Err(e) = self.store.append(&entry.txn) {
                     self.fail(format!("cannot append to the transaction log: {e}"));
                 }
@@ -180,6 +181,9 @@ impl<S: Store> Replica<S> {
             Action::Abdicated { successor } => {
                 tracing::info!(successor, "handed leadership over");
                 ensemble.handed_over_to = Some(successor);
+            }
+            Action::MembershipChanged { active, pending } => {
+                self.members_changed(&active, pending.as_ref())
             }
         }
     }
@@ -406,6 +410,7 @@ impl<S: Store> Replica<S> {
             ensemble.backlog.clear();
             self.prep = tree::Prep::default();
             self.reset_session_expiry();
+            self.queue_initial_config();
         }
         if before == Role::Leading && role != Role::Leading {
             self.prep = tree::Prep::default();

@@ -20,8 +20,9 @@ use super::host_message::{Forwarded, HostMessage};
 use proto::jute::MinEncodedLen;
 use proto::txn::Txn;
 use proto::{DecodeError, Id, Reader, Record, Writer};
+use std::collections::BTreeSet;
 use std::sync::Arc;
-use zab::{Entry, Image, Message, Notification, PeerState, SharedEntry, Vote, Zxid};
+use zab::{Entry, Image, Membership, Message, Notification, PeerState, SharedEntry, Vote, Zxid};
 
 /// One decoded peer frame.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -83,6 +84,8 @@ pub mod tag {
     pub const PING: u8 = 0x0e;
     /// successor's vote: leader sid i64, zxid i64, epoch i32.
     pub const ABDICATE: u8 = 0x0f;
+    /// version i64, voters count i32 and each sid i64, observers count i32 and each sid i64.
+    pub const CONFIG: u8 = 0x10;
 
     /// session_id i64, xid i32, op_type i32, body buffer (never null), auth_ids count i32,
     /// then each id as (scheme ustring, id ustring).
@@ -121,6 +124,7 @@ pub mod tag {
             UP_TO_DATE => "UPTODATE",
             PING => "PING",
             ABDICATE => "ABDICATE",
+            CONFIG => "CONFIG",
             FORWARD => "FORWARD",
             CREATE_SESSION => "CREATESESSION",
             TOUCH => "TOUCH",
@@ -206,6 +210,7 @@ fn zab_tag(msg: &Message) -> u8 {
         Message::UpToDate { .. } => tag::UP_TO_DATE,
         Message::Ping => tag::PING,
         Message::Abdicate { .. } => tag::ABDICATE,
+        Message::Config(_) => tag::CONFIG,
     }
 }
 
@@ -257,6 +262,7 @@ fn write_zab_fields(w: &mut Writer, msg: &Message) {
         Message::Proposal(entry) | Message::Inform(entry) => write_entry(w, entry),
         Message::Ping => {}
         Message::Abdicate { successor } => write_vote(w, successor),
+        Message::Config(m) => write_membership(w, m),
     }
 }
 
@@ -306,9 +312,46 @@ fn decode_zab(tag: u8, r: &mut Reader<'_>) -> Result<Option<Message>, DecodeErro
         tag::ABDICATE => Message::Abdicate {
             successor: read_vote(r)?,
         },
+        tag::CONFIG => Message::Config(read_membership(r)?),
         _ => return Ok(None),
     };
     Ok(Some(msg))
+}
+
+fn write_membership(w: &mut Writer, m: &Membership) {
+    write_zxid(w, m.version);
+    for set in [&m.voters, &m.observers] {
+        write_count(w, set.len());
+        for &sid in set {
+            write_u64(w, sid);
+        }
+    }
+}
+
+/// A configuration as Zab may use it: some voter, no server in both roles, at most
+/// `zab::config::SERVERS_MAX` servers.
+fn read_membership(r: &mut Reader<'_>) -> Result<Membership, DecodeError> {
+    let version = read_zxid(r)?;
+    let mut sets = [BTreeSet::new(), BTreeSet::new()];
+    for set in &mut sets {
+        let count = read_count(r, 8)?;
+        for _ in 0..count {
+            set.insert(read_u64(r)?);
+        }
+    }
+    let [voters, observers] = sets;
+    let total = voters.len() + observers.len();
+    if voters.is_empty() || total > zab::config::SERVERS_MAX || !voters.is_disjoint(&observers) {
+        return Err(DecodeError::InvalidValue {
+            what: "configuration",
+            value: total as i64,
+        });
+    }
+    Ok(Membership {
+        version,
+        voters,
+        observers,
+    })
 }
 
 fn write_vote(w: &mut Writer, vote: &Vote) {

@@ -264,7 +264,7 @@ impl<S: Store> Replica<S> {
         let before = ensemble.backlog.len();
         ensemble.backlog.retain(|work| match work {
             Work::Client { origin, .. } | Work::CreateSession { origin, .. } => *origin != peer,
-            Work::Expire { .. } | Work::DeleteContainer { .. } => true,
+            Work::Expire { .. } | Work::DeleteContainer { .. } | Work::InitialConfig => true,
         });
         let forgotten = before - ensemble.backlog.len();
         if forgotten > 0 {

@@ -6,6 +6,8 @@
 //!   backlog), and the inputs from peers and timers.
 //! * [`hold`]: what a member does for its clients between losing a leader and having one;
 //!   [`hand_over`]: a leader handing over on purpose.
+//! * [`reconfig`]: dynamic reconfiguration (the leader's prep, `/zookeeper/config`, the
+//!   members' addresses); [`server_spec`]: a member's text.
 //! * [`host_message`]: the non-Zab messages between members (forwarded writes, sessions,
 //!   digests); [`codec`]: the bytes of every peer frame.
 
@@ -14,7 +16,9 @@ pub mod codec;
 pub mod hand_over;
 mod hold;
 pub mod host_message;
+pub mod reconfig;
 mod requests;
+pub mod server_spec;
 mod state;
 
 pub(crate) use state::Work;

@@ -337,6 +337,14 @@ impl<S: Store> Replica<S> {
                 }
                 return;
             }
+            Work::InitialConfig => {
+                // The next leader (or this one, next establishment) writes it.
+                tracing::warn!(
+                    backlog,
+                    "leader backlog full: the initial configuration waits"
+                );
+                return;
+            }
             Work::DeleteContainer { path } => {
                 tracing::debug!(%path, backlog, "leader backlog full: the container waits for the next check");
                 return;
@@ -452,6 +460,15 @@ impl<S: Store> Replica<S> {
                     error_txn(session_id, xid, zxid, time_ms, ErrorCode::Ok)
                 } else if !self.tree.sessions().contains_key(&session_id) {
                     error_txn(session_id, xid, zxid, time_ms, ErrorCode::SessionExpired)
+                } else if let Request::Reconfig(request) = &request {
+                    self.prepare_reconfig(super::reconfig::ReconfigCall {
+                        session_id,
+                        xid,
+                        zxid,
+                        time_ms,
+                        auth_ids: &auth_ids,
+                        request,
+                    })
                 } else {
                     let ctx = PrepContext {
                         session_id,
@@ -485,6 +502,7 @@ impl<S: Store> Replica<S> {
                 let ctx = self.system_context(0, zxid);
                 self.prep.prepare_delete_container(&self.tree, &ctx, &path)
             }
+            Work::InitialConfig => self.prepare_initial_config(zxid, time_ms),
         };
         let Some(ensemble) = self.ensemble() else {
             return;
@@ -752,7 +770,13 @@ fn check_snapshot(zxid: zab::Zxid, image: &[u8]) -> Result<(), String> {
 }
 
 /// A transaction that changes nothing and answers `code` (ZooKeeper's error transaction).
-fn error_txn(session_id: i64, cxid: i32, zxid: i64, time_ms: i64, code: ErrorCode) -> Txn {
+pub(crate) fn error_txn(
+    session_id: i64,
+    cxid: i32,
+    zxid: i64,
+    time_ms: i64,
+    code: ErrorCode,
+) -> Txn {
     Txn {
         header: TxnHeader {
             client_id: session_id,

@@ -10,7 +10,7 @@ use crate::watch_manager::ConnId;
 use crate::Output;
 use proto::request::Request;
 use proto::Id;
-use std::collections::{HashMap, HashSet, VecDeque};
+use std::collections::{BTreeMap, HashMap, HashSet, VecDeque};
 use zab::{Role, Sid, Zab};
 
 /// A request of a local connection, waiting its turn.
@@ -70,6 +70,8 @@ pub(crate) enum Work {
     Expire { session_id: i64 },
     /// The leader removes an empty container or an expired TTL node.
     DeleteContainer { path: String },
+    /// A new leader writes the configuration file's members to an empty `/zookeeper/config`.
+    InitialConfig,
 }
 
 /// Numbers for `mntr` and the logs.
@@ -129,6 +131,8 @@ pub struct Ensemble {
     pub(crate) outbox: Vec<Output>,
     /// The successor of this server's last completed leadership hand-over.
     pub(crate) handed_over_to: Option<Sid>,
+    /// Every member's address this server has seen in a configuration.
+    pub(crate) addresses: BTreeMap<Sid, super::server_spec::ServerSpec>,
 }
 
 impl Ensemble {
@@ -156,6 +160,7 @@ impl Ensemble {
             outbox: Vec::new(),
             handed_over_to: None,
             proposal_frame: None,
+            addresses: BTreeMap::new(),
         }
     }
 
@@ -169,7 +174,7 @@ impl Ensemble {
     pub fn backlog_holds_work_of(&self, peer: Sid) -> bool {
         self.backlog.iter().any(|work| match work {
             Work::Client { origin, .. } | Work::CreateSession { origin, .. } => *origin == peer,
-            Work::Expire { .. } | Work::DeleteContainer { .. } => false,
+            Work::Expire { .. } | Work::DeleteContainer { .. } | Work::InitialConfig => false,
         })
     }
 

@@ -38,6 +38,8 @@ pub(super) enum Setting {
     NumberToRetain,
     BusySnapshotRest,
     FailoverHold,
+    ReconfigEnabled,
+    StandaloneEnabled,
 }
 
 pub(super) struct SettingKey {
@@ -109,6 +111,8 @@ pub(super) const SETTINGS: &[SettingKey] = &[
     key("busySnapshotRest", Setting::BusySnapshotRest, false),
     // meerkat's own: how long a member without a leader holds its clients (docs/ensemble.md).
     key("failoverHoldMs", Setting::FailoverHold, false),
+    key("reconfigEnabled", Setting::ReconfigEnabled, false),
+    key("standaloneEnabled", Setting::StandaloneEnabled, false),
 ];
 
 /// How an ignored key's value is checked. ZooKeeper itself fails on a bad boolean or integer for
@@ -152,8 +156,6 @@ pub(super) const IGNORED: &[IgnoredKey] = &[
     ignored("quorumListenOnAllIPs", Check::Bool, Some("false")),
     ignored("peerType", Check::PeerType, Some("participant")),
     ignored("syncEnabled", Check::Bool, Some("true")),
-    ignored("standaloneEnabled", Check::Bool, Some("true")),
-    ignored("reconfigEnabled", Check::Bool, Some("false")),
     ignored("portUnification", Check::Bool, Some("false")),
     ignored("quorum.auth.enableSasl", Check::Bool, Some("false")),
     ignored("quorum.auth.serverRequireSasl", Check::Bool, Some("false")),
@@ -403,8 +405,9 @@ mod tests {
 
     #[test]
     fn ignored_keys_and_families() {
-        assert!(ignored_for("reconfigEnabled").is_some());
+        assert!(ignored_for("reconfigEnabled").is_none());
         assert!(ignored_for("zookeeper.skipACL").is_some());
+        assert!(ignored_for("syncEnabled").is_some());
         assert!(has_ignored_prefix("admin.serverPort"));
         assert!(has_ignored_prefix("zookeeper.ssl.keyStore.location"));
         assert!(has_ignored_prefix("metricsProvider.httpPort"));

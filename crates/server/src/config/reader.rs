@@ -464,6 +464,8 @@ fn assign(config: &mut ServerConfig, setting: Setting, value: &str) -> Result<()
         S::FailoverHold => {
             config.failover_hold_ms = Some(u64::from(values::non_negative_int(value)?))
         }
+        S::ReconfigEnabled => config.reconfig_enabled = values::java_bool(value)?,
+        S::StandaloneEnabled => config.standalone_enabled = values::java_bool(value)?,
     }
     Ok(())
 }

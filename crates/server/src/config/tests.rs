@@ -519,13 +519,11 @@ admin.serverPort=8080
 ssl.quorum.context.supplier.class=x.Y
 authProvider.1=org.apache.zookeeper.server.auth.SASLAuthenticationProvider
 metricsProvider.className=org.apache.zookeeper.metrics.prometheus.PrometheusMetricsProvider
-reconfigEnabled=true
-standaloneEnabled=true
-reconfigEnabled=FALSE
+quorum.auth.serverRequireSasl=true
+syncEnabled=true
+quorum.auth.serverRequireSasl=FALSE
 electionAlg=3
 quorumListenOnAllIPs=false
-skipACL=no
-zookeeper.skipACL=yes
 peerType=participant
 ";
     let config = parse(&with_data_dir(text));
@@ -535,11 +533,21 @@ peerType=participant
         .filter(|w| w.kind == WarningKind::Unsupported)
         .map(|w| w.line)
         .collect();
-    assert_eq!(unsupported, vec![2, 4, 7, 13]);
+    assert_eq!(unsupported, vec![2, 4, 7]);
     assert!(config.warnings[0]
         .to_string()
         .contains("quorum.auth.enableSasl is a ZooKeeper setting meerkat does not support yet"));
-    assert_eq!(config.entries.len(), 14);
+    assert_eq!(config.entries.len(), 12);
+}
+
+#[test]
+fn reconfiguration_keys_are_read() {
+    let config = parse(&with_data_dir(
+        "reconfigEnabled=true\nstandaloneEnabled=false\n",
+    ));
+    assert!(config.reconfig_enabled && !config.standalone_enabled);
+    let defaults = parse(&with_data_dir(""));
+    assert!(!defaults.reconfig_enabled && defaults.standalone_enabled);
 }
 
 #[test]

@@ -124,7 +124,7 @@ pub(super) fn directory(value: &str) -> Result<PathBuf, String> {
 }
 
 /// `DigestAuthenticationProvider.superDigest`: `user:base64(sha1(user:password))`.
-pub(super) fn super_digest(value: &str) -> Result<String, String> {
+pub(crate) fn super_digest(value: &str) -> Result<String, String> {
     match value.split_once(':') {
         Some((user, digest)) if !user.is_empty() && !digest.is_empty() => Ok(value.to_string()),
         _ => Err(

@@ -56,7 +56,16 @@ pub struct Transport {
     slots: HashMap<Sid, Arc<Mutex<Slot>>>,
     tasks: Vec<tokio::task::JoinHandle<()>>,
     pub local_addr: SocketAddr,
+    /// Where the accept loop hands each member's inbound connections; grows when a
+    /// reconfiguration adds members.
+    inbound: Inbound,
+    me: Sid,
+    queue_frames: usize,
+    events: mpsc::Sender<PeerEvent>,
+    tls: Option<QuorumTls>,
 }
+
+type Inbound = Arc<Mutex<HashMap<Sid, mpsc::Sender<PeerStream>>>>;
 
 impl Transport {
     /// Binds the listen address and starts one task per peer. Events go to `events`, which
@@ -77,38 +86,50 @@ impl Transport {
     ) -> std::io::Result<Transport> {
         let listener = TcpListener::bind(config.listen).await?;
         let local_addr = listener.local_addr()?;
-        let mut slots = HashMap::new();
-        let mut inbound_txs = HashMap::new();
-        let mut tasks = Vec::new();
-        for (&sid, &addr) in &config.peers {
-            let slot = Arc::new(Mutex::new(Slot::default()));
-            slots.insert(sid, slot.clone());
-            let (inbound_tx, inbound_rx) = mpsc::channel(1);
-            inbound_txs.insert(sid, inbound_tx);
-            let dial = (config.me < sid).then_some(addr);
-            let queue = config.queue_frames.max(1);
-            tasks.push(tokio::spawn(peer_task(
-                config.me,
-                sid,
-                dial,
-                queue,
-                inbound_rx,
-                slot,
-                events.clone(),
-                tls.clone(),
-            )));
-        }
-        tasks.push(tokio::spawn(accept_loop(
-            listener,
-            config.me,
-            inbound_txs,
-            tls,
-        )));
-        Ok(Transport {
-            slots,
-            tasks,
+        let inbound: Inbound = Arc::new(Mutex::new(HashMap::new()));
+        let mut transport = Transport {
+            slots: HashMap::new(),
+            tasks: Vec::new(),
             local_addr,
-        })
+            inbound: inbound.clone(),
+            me: config.me,
+            queue_frames: config.queue_frames.max(1),
+            events,
+            tls: tls.clone(),
+        };
+        for (&sid, &addr) in &config.peers {
+            transport.add_peer(sid, addr);
+        }
+        transport
+            .tasks
+            .push(tokio::spawn(accept_loop(listener, config.me, inbound, tls)));
+        Ok(transport)
+    }
+
+    /// Starts reaching `sid` at `addr` (a member a reconfiguration added); a member already
+    /// known keeps its connection.
+    pub fn add_peer(&mut self, sid: Sid, addr: SocketAddr) {
+        if sid == self.me || self.slots.contains_key(&sid) {
+            return;
+        }
+        let slot = Arc::new(Mutex::new(Slot::default()));
+        self.slots.insert(sid, slot.clone());
+        let (inbound_tx, inbound_rx) = mpsc::channel(1);
+        self.inbound
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .insert(sid, inbound_tx);
+        let dial = (self.me < sid).then_some(addr);
+        self.tasks.push(tokio::spawn(peer_task(
+            self.me,
+            sid,
+            dial,
+            self.queue_frames,
+            inbound_rx,
+            slot,
+            self.events.clone(),
+            self.tls.clone(),
+        )));
     }
 
     /// Queues a frame for `to`. Without a connection the frame is dropped (the host has been
@@ -183,13 +204,7 @@ fn lock(slot: &Mutex<Slot>) -> std::sync::MutexGuard<'_, Slot> {
     slot.lock().unwrap_or_else(|p| p.into_inner())
 }
 
-async fn accept_loop(
-    listener: TcpListener,
-    me: Sid,
-    inbound: HashMap<Sid, mpsc::Sender<PeerStream>>,
-    tls: Option<QuorumTls>,
-) {
-    let inbound = Arc::new(inbound);
+async fn accept_loop(listener: TcpListener, me: Sid, inbound: Inbound, tls: Option<QuorumTls>) {
     // Handshakes run beside the loop but belong to it: when the transport stops, a handshake
     // still in flight must not complete and hand a dialer a connection nobody serves.
     let mut handshakes = tokio::task::JoinSet::new();
@@ -205,7 +220,12 @@ async fn accept_loop(
         let (inbound, tls) = (inbound.clone(), tls.clone());
         handshakes.spawn(async move {
             let _ = stream.set_nodelay(true);
-            let is_member = |sid| inbound.contains_key(&sid);
+            let is_member = |sid| {
+                inbound
+                    .lock()
+                    .unwrap_or_else(|p| p.into_inner())
+                    .contains_key(&sid)
+            };
             let accepted = match tls {
                 None => {
                     let mut stream = stream;
@@ -218,7 +238,12 @@ async fn accept_loop(
             };
             match accepted {
                 Ok((sid, stream)) => {
-                    if let Some(tx) = inbound.get(&sid) {
+                    let tx = inbound
+                        .lock()
+                        .unwrap_or_else(|p| p.into_inner())
+                        .get(&sid)
+                        .cloned();
+                    if let Some(tx) = tx {
                         let _ = tx.send(stream).await;
                     }
                 }

@@ -588,6 +588,8 @@ impl ClusterWorld {
                 self.send_to_client(conn, ToClient::Frame(frame))
             }
             Output::Unanswered { .. } => {}
+            // The simulated network links every pair of servers already.
+            Output::Members { .. } => {}
             Output::CloseClient { conn } => {
                 self.send_to_client(conn, ToClient::Closed);
                 // The server's connection task ends and tells the core, as on a real socket.
