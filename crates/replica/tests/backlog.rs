@@ -144,6 +144,8 @@ impl Fixture {
                 round: 1,
                 state: PeerState::Looking,
                 voter: true,
+                config: Zxid::ZERO,
+                config_pending: Zxid::ZERO,
             };
             self.hear_follower(from, Message::Notification(n));
         }
@@ -298,6 +300,8 @@ impl Learner {
                 round: 1,
                 state,
                 voter: true,
+                config: Zxid::ZERO,
+                config_pending: Zxid::ZERO,
             };
             let frame = encode(&PeerMessage::Zab(Message::Notification(n)));
             replica.on_peer_frame(at(0), from, &frame);

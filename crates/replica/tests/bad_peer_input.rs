@@ -40,6 +40,8 @@ fn follower_awaiting_sync(fs: &FaultyFs) -> Replica<storage::Persistence> {
             round: 5,
             state,
             voter: true,
+            config: Zxid::ZERO,
+            config_pending: Zxid::ZERO,
         };
         let frame = encode(&PeerMessage::Zab(Message::Notification(n)));
         replica.on_peer_frame(at(1), from, &frame);

@@ -174,6 +174,8 @@ fn notification(state: PeerState, voter: bool, vote: Vote, round: u64) -> Messag
         round,
         state,
         voter,
+        config: Zxid::ZERO,
+        config_pending: Zxid::ZERO,
     })
 }
 
@@ -267,6 +269,14 @@ fn sync_and_broadcast_examples() -> Vec<Message> {
                 zxid: Zxid::new(7, 12),
                 epoch: 7,
             },
+        },
+        Message::Config {
+            membership: zab::Membership {
+                version: Zxid::new(7, 2),
+                voters: [1, 2, 3].into(),
+                observers: [4].into(),
+            },
+            committed: false,
         },
     ];
     for (counter, body) in (1..).zip(transaction_bodies()) {
@@ -366,7 +376,7 @@ fn the_examples_cover_every_tag() {
     let kinds: std::collections::BTreeSet<_> = examples().iter().map(kind).collect();
     let tags: std::collections::BTreeSet<_> = (0..=u8::MAX).filter_map(tag::name).collect();
     assert_eq!(kinds, tags);
-    assert_eq!(tags.len(), 23);
+    assert_eq!(tags.len(), 24);
 }
 
 #[test]
@@ -386,7 +396,7 @@ fn encode_zab_and_encode_host_match_encode() {
 fn golden_frames() {
     let zab = |m| encode(&PeerMessage::Zab(m));
     let host = |m| encode(&PeerMessage::Host(m));
-    assert_eq!(zab(Message::Ping), [1, 0x0e]);
+    assert_eq!(zab(Message::Ping), [2, 0x0e]);
     assert_eq!(
         zab(Message::Abdicate {
             successor: Vote {
@@ -395,44 +405,60 @@ fn golden_frames() {
                 epoch: 1,
             },
         }),
-        [1, 0x0f, 0, 0, 0, 0, 0, 0, 0, 2, 0, 0, 0, 1, 0, 0, 0, 3, 0, 0, 0, 1]
+        [2, 0x0f, 0, 0, 0, 0, 0, 0, 0, 2, 0, 0, 0, 1, 0, 0, 0, 3, 0, 0, 0, 1]
     );
     assert_eq!(
         zab(Message::Commit {
             zxid: Zxid::new(1, 2)
         }),
-        [1, 0x09, 0, 0, 0, 1, 0, 0, 0, 2]
+        [2, 0x09, 0, 0, 0, 1, 0, 0, 0, 2]
     );
     assert_eq!(
         zab(Message::AckEpoch {
             current_epoch: None,
             last_zxid: Zxid::new(0, 5)
         }),
-        [1, 0x04, 0, 0, 0, 0, 0, 0, 0, 0, 5]
+        [2, 0x04, 0, 0, 0, 0, 0, 0, 0, 0, 5]
     );
     assert_eq!(
         zab(Message::AckEpoch {
             current_epoch: Some(u32::MAX),
             last_zxid: Zxid::ZERO
         }),
-        [1, 0x04, 1, 0xff, 0xff, 0xff, 0xff, 0, 0, 0, 0, 0, 0, 0, 0]
+        [2, 0x04, 1, 0xff, 0xff, 0xff, 0xff, 0, 0, 0, 0, 0, 0, 0, 0]
     );
     let vote = Vote {
         leader: 3,
         zxid: Zxid::new(1, 4),
         epoch: 1,
     };
-    let mut expected = vec![1, 0x01, 0, 0, 0, 0, 0, 0, 0, 3, 0, 0, 0, 1, 0, 0, 0, 4];
+    let mut expected = vec![2, 0x01, 0, 0, 0, 0, 0, 0, 0, 3, 0, 0, 0, 1, 0, 0, 0, 4];
     expected.extend([0, 0, 0, 1, 0, 0, 0, 0, 0, 0, 0, 9, 0, 0, 0, 2, 1]);
+    // The active configuration's version, then the pending one's (none).
+    expected.extend([0; 16]);
     assert_eq!(
         zab(notification(PeerState::Leading, true, vote, 9)),
         expected
     );
     assert_eq!(
+        zab(Message::Config {
+            membership: zab::Membership {
+                version: Zxid::new(1, 2),
+                voters: [1, 2].into(),
+                observers: [3].into(),
+            },
+            committed: true,
+        }),
+        [
+            2, 0x10, 1, 0, 0, 0, 1, 0, 0, 0, 2, 0, 0, 0, 2, 0, 0, 0, 0, 0, 0, 0, 1, 0, 0, 0, 0,
+            0, 0, 0, 2, 0, 0, 0, 1, 0, 0, 0, 0, 0, 0, 0, 3
+        ]
+    );
+    assert_eq!(
         host(HostMessage::Touch {
             sessions: vec![1, -1]
         }),
-        [1, 0x43, 0, 0, 0, 2, 0, 0, 0, 0, 0, 0, 0, 1, 255, 255, 255, 255, 255, 255, 255, 255]
+        [2, 0x43, 0, 0, 0, 2, 0, 0, 0, 0, 0, 0, 0, 1, 255, 255, 255, 255, 255, 255, 255, 255]
     );
 }
 
@@ -443,7 +469,7 @@ fn an_entry_is_zxid_then_digest_then_transaction() {
         TxnBody::Error(ErrorTxn { err: 5 }),
         Some(2),
     );
-    let mut expected = vec![1, 0x08, 0, 0, 0, 1, 0, 0, 0, 1, 1, 0, 0, 0, 0, 0, 0, 0, 2];
+    let mut expected = vec![2, 0x08, 0, 0, 0, 1, 0, 0, 0, 1, 1, 0, 0, 0, 0, 0, 0, 0, 2];
     let mut txn = proto::Writer::wrap(Vec::new());
     proto::Record::encode(&header(Zxid::new(1, 1), -1), &mut txn);
     txn.write_i32(5);
@@ -561,7 +587,7 @@ fn out_of_range_enums_and_flags_fail() {
     let notification = |state: &[u8], voter: u8| {
         frame_of(
             tag::NOTIFICATION,
-            &[&zxid, &zxid, &epoch, &zxid, state, &[voter]],
+            &[&zxid, &zxid, &epoch, &zxid, state, &[voter], &zxid, &zxid],
         )
     };
     assert!(decode(&notification(&state(3), 1)).is_ok());

@@ -43,6 +43,12 @@ pub enum ClientOp {
     AddWatch {
         key: usize,
     },
+    /// reconfig (non-incremental): the ensemble's new voters and observers; the others become
+    /// non-voting followers.
+    Reconfig {
+        voters: Vec<Sid>,
+        observers: Vec<Sid>,
+    },
     /// multi: check `key` is at `version`, then set it and delete `other`, all or nothing.
     Multi {
         key: usize,

@@ -231,7 +231,11 @@ pub fn to_request(op: &ClientOp) -> Option<Request> {
                 version: -1,
             }),
         ]),
-        ClientOp::Get { .. } | ClientOp::Sync | ClientOp::AddWatch { .. } => return None,
+        // The model simulator's ensembles never reconfigure.
+        ClientOp::Get { .. }
+        | ClientOp::Sync
+        | ClientOp::AddWatch { .. }
+        | ClientOp::Reconfig { .. } => return None,
     })
 }
 

@@ -93,8 +93,11 @@ impl Trace {
                     "successor=(s{}, {}, e{})",
                     successor.leader, successor.zxid, successor.epoch
                 ),
-                Message::Config(m) => format!(
-                    "version={} voters={:?} observers={:?}",
+                Message::Config {
+                    membership: m,
+                    committed,
+                } => format!(
+                    "version={} voters={:?} observers={:?} committed={committed}",
                     m.version, m.voters, m.observers
                 ),
             };

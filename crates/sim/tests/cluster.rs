@@ -111,3 +111,43 @@ fn the_abandoned_hand_over_stall_is_caught_at_its_seed() {
         report.failures
     );
 }
+
+/// Membership changes under the faults (issue 18): clients reconfigure the ensemble to random
+/// voters and observers (two voters or more, the rest observers or out) while servers crash,
+/// restart and lose links; every guarantee must hold and some changes must commit.
+#[test]
+fn membership_changes_keep_every_guarantee() {
+    let mut failed = Vec::new();
+    let (mut asked, mut committed) = (0, 0);
+    for seed in 1..=seeds() {
+        let mut options = ClusterOptions::from_seed(seed, None, false);
+        options.node.reconfig = true;
+        let report = run_cluster(options);
+        asked += report.reconfigs;
+        committed += report.reconfigs_committed;
+        if !report.failures.is_empty() {
+            failed.push((seed, report.failures));
+        }
+    }
+    assert!(failed.is_empty(), "{failed:#?}");
+    assert!(
+        committed > seeds() as usize,
+        "{committed} of {asked} reconfigurations committed"
+    );
+}
+
+/// The planted bug of membership changes: a leader that commits with the old configuration's
+/// quorum alone while a new one is pending is caught (the new voters do not hold what it
+/// committed).
+#[cfg(feature = "planted-bugs")]
+#[test]
+fn committing_with_the_old_quorum_alone_is_caught() {
+    let caught = (1..=50).any(|seed| {
+        let mut options = ClusterOptions::from_seed(seed, None, false);
+        options.node.reconfig = true;
+        options.node.bug = Some("commit-with-old-quorum".into());
+        let report = run_cluster(options);
+        report.failures.iter().any(|f| f.contains("durability"))
+    });
+    assert!(caught, "commit-with-old-quorum was not caught in 50 seeds");
+}

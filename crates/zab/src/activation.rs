@@ -5,6 +5,13 @@
 //! * A cut of the history (TRUNC, a snapshot) recomputes what is pending from what is left.
 //! * A learner adopts the leader's active configuration with the sync stream (it may stand on
 //!   a snapshot, whose configuration no entry carries).
+//! * Servers tell each other their configurations as ZooKeeper's election notifications do: a
+//!   notification names the newest version its sender holds, and a server holding a newer
+//!   one answers with it (CONFIG). A server that missed a reconfiguration while it was down
+//!   or cut off could otherwise never count a quorum of the ensemble's real voters (or know
+//!   that it is one). Adopting is safe: a committed configuration is what every later leader
+//!   has; a pending one only adds a quorum to satisfy; and a pending one newer than ours means
+//!   ours was committed (one change at a time).
 //! * After an activation, a role that no longer fits changes: a leader that no longer votes
 //!   hands leadership over (or, without a successor, steps down); a learner whose role changed
 //!   between participant and observer reconnects as the other. A server outside the active
@@ -14,6 +21,7 @@ use crate::action::Action;
 use crate::config::{Millis, Sid};
 use crate::entry::Entry;
 use crate::membership::Membership;
+use crate::message::Message;
 use crate::zab::{RoleState, Zab};
 use crate::zxid::Zxid;
 use std::collections::BTreeSet;
@@ -80,8 +88,52 @@ impl Zab {
         self.announce_membership();
     }
 
+    /// A configuration a peer holds (see the module docs).
+    pub(crate) fn adopt_config(&mut self, m: Membership, committed: bool) {
+        if committed {
+            self.activate(m);
+            return;
+        }
+        if m.version <= self.last_seen_version() {
+            return;
+        }
+        if let Some(older) = self.config.pending.take() {
+            self.activate(older);
+        }
+        if m.version > self.config.version {
+            tracing::info!(sid = self.config.my_id, version = %m.version, "configuration pending (from a peer)");
+            self.config.pending = Some(m);
+            self.announce_membership();
+        }
+    }
+
+    /// A peer's notification named older configurations than ours: tell it ours.
+    pub(crate) fn answer_older_config(&mut self, to: Sid, active: Zxid, pending: Zxid) {
+        if self.config.version > active {
+            let membership = self.config.active();
+            self.send(
+                to,
+                Message::Config {
+                    membership,
+                    committed: true,
+                },
+            );
+        }
+        let newest = active.max(pending);
+        if let Some(mine) = self.config.pending.clone().filter(|p| p.version > newest) {
+            self.send(
+                to,
+                Message::Config {
+                    membership: mine,
+                    committed: false,
+                },
+            );
+        }
+    }
+
     /// Tells the host the active and pending configurations (it connects to new members).
     fn announce_membership(&mut self) {
+        self.role_check = true;
         self.actions.push(Action::MembershipChanged {
             active: self.config.active(),
             pending: self.config.pending.clone(),
@@ -102,7 +154,12 @@ impl Zab {
                     self.become_looking(now, "reconfiguration changed this server's role");
                 }
             }
-            _ => {}
+            RoleState::Looking(e) => {
+                if e.is_voter() != self.counts_as_voter() {
+                    self.become_looking(now, "reconfiguration changed whether this server votes");
+                }
+            }
+            RoleState::Halted => {}
         }
     }
 

@@ -37,17 +37,21 @@ pub enum PlantedBug {
     /// A leader handing over names its successor before the successor holds everything it
     /// proposed.
     AbdicateBeforeCaughtUp,
+    /// While a reconfiguration is pending, the leader commits with a quorum of the old
+    /// configuration alone.
+    CommitWithOldQuorum,
 }
 
 #[cfg(feature = "planted-bugs")]
 impl PlantedBug {
-    pub const ALL: [PlantedBug; 6] = [
+    pub const ALL: [PlantedBug; 7] = [
         PlantedBug::AckBeforePersist,
         PlantedBug::CommitWithoutQuorum,
         PlantedBug::SkipTruncate,
         PlantedBug::NewleaderBeforeDurable,
         PlantedBug::VoteAfterAmnesia,
         PlantedBug::AbdicateBeforeCaughtUp,
+        PlantedBug::CommitWithOldQuorum,
     ];
 
     pub fn name(self) -> &'static str {
@@ -58,6 +62,7 @@ impl PlantedBug {
             PlantedBug::NewleaderBeforeDurable => "newleader-before-durable",
             PlantedBug::VoteAfterAmnesia => "vote-after-amnesia",
             PlantedBug::AbdicateBeforeCaughtUp => "abdicate-before-caught-up",
+            PlantedBug::CommitWithOldQuorum => "commit-with-old-quorum",
         }
     }
 
@@ -198,10 +203,20 @@ impl Config {
             points.get(needed - 1).copied()
         };
         let active = point(&self.voters)?;
+        #[cfg(feature = "planted-bugs")]
+        if self.bug(PlantedBug::CommitWithOldQuorum) {
+            return Some(active);
+        }
         match &self.pending {
             Some(p) => Some(active.min(point(&p.voters)?)),
             None => Some(active),
         }
+    }
+
+    /// The voters of the active and the pending configuration.
+    pub fn all_voters(&self) -> BTreeSet<Sid> {
+        let pending = self.pending.iter().flat_map(|p| p.voters.iter());
+        self.voters.iter().chain(pending).copied().collect()
     }
 
     /// Every server but this one, in the active and the pending configuration.

@@ -18,6 +18,7 @@
 
 use crate::config::{Config, Durability, Millis, Sid};
 use crate::message::{Notification, PeerState, Vote};
+use crate::zxid::Zxid;
 use std::collections::BTreeMap;
 
 /// What the election asks of its caller after one input.
@@ -101,6 +102,11 @@ impl Election {
         self.round
     }
 
+    /// Whether this server counts in the round (see [`Election::start`]).
+    pub fn is_voter(&self) -> bool {
+        self.voter
+    }
+
     pub fn vote(&self) -> Vote {
         self.vote
     }
@@ -117,6 +123,8 @@ impl Election {
             round: self.round,
             state: PeerState::Looking,
             voter: self.voter,
+            config: Zxid::ZERO,
+            config_pending: Zxid::ZERO,
         }
     }
 
@@ -265,13 +273,19 @@ impl Election {
     }
 
     /// Follow a leader that a quorum reports, and that itself says it leads (`checkLeader`).
-    /// We never count ourselves here, so an amnesiac learns the leader from others only.
+    /// A whole voter counts itself among those that follow it (it is about to): a server whose
+    /// configuration is behind the ensemble's (it missed a reconfiguration while down) may
+    /// otherwise never find a quorum of its own view among the others, and following is always
+    /// safe (discovery and sync decide). An amnesiac learns the leader from others only.
     fn established_leader(&self, config: &Config, n: &Notification) -> Option<Decision> {
         let leader = n.vote.leader;
         if leader == config.my_id {
             return None;
         }
         let agrees = |sid: Sid| {
+            if sid == config.my_id {
+                return self.voter;
+            }
             self.out_of_election.get(&sid).is_some_and(|(v, state, _)| {
                 *state != PeerState::Observing && v.leader == leader && v.epoch == n.vote.epoch
             })
@@ -289,7 +303,7 @@ impl Election {
         if !full_house_allowed(config) {
             return false;
         }
-        let present = config.voters.iter().all(|v| {
+        let present = config.all_voters().iter().all(|v| {
             *v == config.my_id || self.received.contains_key(v) || self.uncounted.contains_key(v)
         });
         let whole = |sid: Sid| {
@@ -384,13 +398,10 @@ impl Election {
     }
 }
 
-/// Full houses exist only in diskless mode, only voters take part in them, and never while a
-/// reconfiguration is pending (which configuration's every voter would have to be present is
-/// then not one question; the ensemble waits for a quorum of both instead).
+/// Full houses exist only in diskless mode, and only voters take part in them. While a
+/// reconfiguration is pending, a full house needs every voter of both configurations.
 fn full_house_allowed(config: &Config) -> bool {
-    config.durability == Durability::Diskless
-        && config.is_voter(config.my_id)
-        && config.pending.is_none()
+    config.durability == Durability::Diskless && config.is_voter(config.my_id)
 }
 
 #[cfg(test)]
@@ -416,6 +427,8 @@ mod tests {
             round,
             state: PeerState::Looking,
             voter: true,
+            config: Zxid::ZERO,
+            config_pending: Zxid::ZERO,
         }
     }
 
@@ -477,6 +490,8 @@ mod tests {
             round: 7,
             state: PeerState::Following,
             voter: true,
+            config: Zxid::ZERO,
+            config_pending: Zxid::ZERO,
         };
         assert_eq!(e.on_notification(&c, 2, &following, mine, 1).decision, None);
         let leading = Notification {
@@ -499,6 +514,8 @@ mod tests {
         let mut voter = Election::start(&c, 0, mine, true, 0);
         let from_amnesiac = Notification {
             voter: false,
+            config: Zxid::ZERO,
+            config_pending: Zxid::ZERO,
             ..looking(vote(1, 5, 5), 1)
         };
         let step = voter.on_notification(&c, 2, &from_amnesiac, mine, 1);
@@ -518,6 +535,8 @@ mod tests {
     fn amnesiac(v: Vote, round: u64) -> Notification {
         Notification {
             voter: false,
+            config: Zxid::ZERO,
+            config_pending: Zxid::ZERO,
             ..looking(v, round)
         }
     }

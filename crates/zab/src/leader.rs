@@ -175,7 +175,7 @@ impl Zab {
     /// included): a quorum, or every voter under a full house.
     fn discovery_heard_enough(&self, reported: impl Fn(Sid) -> bool) -> bool {
         if self.leading().full_house {
-            self.config.voters.iter().all(|&s| reported(s))
+            self.config.all_voters().iter().all(|&s| reported(s))
         } else {
             self.config.is_quorum(reported)
         }
@@ -404,7 +404,13 @@ impl Zab {
             self.send(sid, Message::Proposal(entry));
         }
         let synced_upto = self.history.last();
-        self.send(sid, Message::Config(self.config.active()));
+        self.send(
+            sid,
+            Message::Config {
+                membership: self.config.active(),
+                committed: true,
+            },
+        );
         self.send(sid, Message::NewLeader { epoch });
         if let Some(h) = self.leader_mut().learners.get_mut(&sid) {
             h.phase = HandlerPhase::NewLeaderSent;

@@ -6,7 +6,6 @@
 use crate::action::{Action, Role};
 use crate::config::{sync_entries_max, Durability, Millis, Sid};
 use crate::entry::{Image, SharedEntry};
-use crate::membership::Membership;
 use crate::message::{Message, Vote};
 use crate::zab::{RoleState, Zab};
 use crate::zxid::Zxid;
@@ -35,8 +34,6 @@ struct SyncBuffer {
     /// The zxid the stream continues from.
     after: Zxid,
     entries: Vec<SharedEntry>,
-    /// The leader's active configuration, adopted with the stream at NEWLEADER.
-    config: Option<Membership>,
 }
 
 #[derive(Debug)]
@@ -135,11 +132,6 @@ impl Zab {
             Message::Proposal(entry) if phase == LearnerPhase::Syncing => {
                 self.learner_stage(now, entry)
             }
-            Message::Config(config) if phase == LearnerPhase::Syncing => {
-                if let Some(buf) = self.learner_mut().sync.as_mut() {
-                    buf.config = Some(config);
-                }
-            }
             Message::Proposal(entry) if phase >= LearnerPhase::NewLeaderPending => {
                 self.learner_append(now, entry)
             }
@@ -218,7 +210,6 @@ impl Zab {
             mode,
             after,
             entries: Vec::new(),
-            config: None,
         });
     }
 
@@ -288,9 +279,6 @@ impl Zab {
                 self.history.set_delivered_snapshot(zxid);
                 self.rescan_pending();
             }
-        }
-        if let Some(config) = buf.config {
-            self.activate(config);
         }
         for entry in buf.entries {
             self.history.append(entry.clone());

@@ -40,6 +40,10 @@ pub struct Notification {
     pub state: PeerState,
     /// False for observers and for servers recovering from amnesia: never counted.
     pub voter: bool,
+    /// The versions of the sender's active configuration and of its pending one (zero if
+    /// none): a server that holds newer ones answers with them (`activation.rs`).
+    pub config: Zxid,
+    pub config_pending: Zxid,
 }
 
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -95,9 +99,13 @@ pub enum Message {
         committed: Zxid,
     },
     Ping,
-    /// The leader's active configuration, sent with the sync stream before NEWLEADER: a
-    /// learner synced from a snapshot has no entry that carries it.
-    Config(Membership),
+    /// A configuration the sender holds: its active one (`committed`), sent with the sync
+    /// stream before NEWLEADER (a learner synced from a snapshot has no entry that carries
+    /// it) and to any server whose notification shows an older one; or its pending one.
+    Config {
+        membership: Membership,
+        committed: bool,
+    },
     /// A leader hands over (see `transfer.rs`): it stopped proposing, everything it proposed
     /// is committed and `successor` (whose vote this is) holds all of it. Go LOOKING at once
     /// with this vote.
@@ -124,7 +132,7 @@ impl Message {
             Message::Ack { .. } => "ACK",
             Message::UpToDate { .. } => "UPTODATE",
             Message::Ping => "PING",
-            Message::Config(_) => "CONFIG",
+            Message::Config { .. } => "CONFIG",
             Message::Abdicate { .. } => "ABDICATE",
         }
     }

@@ -129,13 +129,25 @@ impl Zab {
             config,
         };
         // Reconfigurations in the log after the snapshot: all but the last are committed (a
-        // leader proposes one only after the one before it committed); the last is pending.
-        for entry in zab
+        // leader proposes one only after the one before it committed), and so is the last if
+        // an entry of a later epoch follows it (that epoch's leader committed its whole
+        // initial history when it established); otherwise the last is pending.
+        let booted: Vec<SharedEntry> = zab
             .history
             .entries_after(zab.history.base())
             .cloned()
-            .collect::<Vec<_>>()
-        {
+            .collect();
+        for entry in booted {
+            let later_epoch = zab
+                .config
+                .pending
+                .as_ref()
+                .is_some_and(|p| entry.zxid.epoch() > p.version.epoch());
+            if later_epoch {
+                if let Some(committed) = zab.config.pending.take() {
+                    zab.activate(committed);
+                }
+            }
             if let Some(m) = crate::membership::Membership::of_txn(&entry.txn) {
                 if let Some(earlier) = zab.config.pending.take() {
                     zab.activate(earlier);
@@ -257,7 +269,18 @@ impl Zab {
             return;
         }
         if let Message::Notification(n) = msg {
+            self.answer_older_config(from, n.config, n.config_pending);
             self.on_notification(now, from, &n);
+            self.fit_role_to_membership(now);
+            return;
+        }
+        if let Message::Config {
+            membership,
+            committed,
+        } = msg
+        {
+            self.adopt_config(membership, committed);
+            self.fit_role_to_membership(now);
             return;
         }
         if let Message::FollowerInfo {
@@ -446,6 +469,8 @@ impl Zab {
                 round: l.round,
                 state: PeerState::Leading,
                 voter,
+                config: Zxid::ZERO,
+                config_pending: Zxid::ZERO,
             }),
             RoleState::Learning(l) => Some(Notification {
                 vote: l.advertised_vote(),
@@ -456,6 +481,8 @@ impl Zab {
                     PeerState::Following
                 },
                 voter,
+                config: Zxid::ZERO,
+                config_pending: Zxid::ZERO,
             }),
             RoleState::Halted => None,
         }
@@ -559,8 +586,16 @@ impl Zab {
 
     // ----- shared helpers -----
 
-    pub(crate) fn send(&mut self, to: Sid, msg: Message) {
+    pub(crate) fn send(&mut self, to: Sid, mut msg: Message) {
         debug_assert_ne!(to, self.config.my_id);
+        if let Message::Notification(n) = &mut msg {
+            n.config = self.config.version;
+            n.config_pending = self
+                .config
+                .pending
+                .as_ref()
+                .map_or(Zxid::ZERO, |p| p.version);
+        }
         self.actions.push(Action::Send { to, msg });
     }
 

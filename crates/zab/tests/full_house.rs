@@ -27,6 +27,8 @@ fn notification(v: Vote, voter: bool) -> Message {
         round: 1,
         state: PeerState::Looking,
         voter,
+        config: Zxid::ZERO,
+        config_pending: Zxid::ZERO,
     })
 }
 

@@ -39,6 +39,8 @@ fn leader() -> Zab {
             round: 1,
             state: PeerState::Looking,
             voter: true,
+            config: Zxid::ZERO,
+            config_pending: Zxid::ZERO,
         };
         z.handle_message(1, from, Message::Notification(n));
     }

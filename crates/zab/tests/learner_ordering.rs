@@ -53,6 +53,8 @@ fn follower(log: Vec<SharedEntry>, amnesia: bool) -> Zab {
             round: 5,
             state,
             voter: true,
+            config: Zxid::ZERO,
+            config_pending: Zxid::ZERO,
         };
         z.handle_message(1, from, Message::Notification(n));
     }
@@ -261,6 +263,8 @@ fn a_recovering_server_announces_itself_as_non_voter() {
             round: 1,
             state: PeerState::Looking,
             voter: true,
+            config: Zxid::ZERO,
+            config_pending: Zxid::ZERO,
         };
         z.handle_message(1, from, Message::Notification(v));
     }
@@ -313,6 +317,8 @@ fn diskless_mode_acknowledges_from_memory() {
             round: 5,
             state,
             voter: true,
+            config: Zxid::ZERO,
+            config_pending: Zxid::ZERO,
         };
         z.handle_message(1, from, Message::Notification(n));
     }

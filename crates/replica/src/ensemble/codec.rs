@@ -47,14 +47,17 @@ impl PeerMessage {
 pub struct CodecError(pub String);
 
 /// The first byte of every frame. A peer speaking another version is refused, not guessed at.
-pub const FORMAT_VERSION: u8 = 1;
+/// Version 2: notifications carry configuration versions, and CONFIG exists (dynamic
+/// reconfiguration).
+pub const FORMAT_VERSION: u8 = 2;
 
 /// The second byte of every frame: which message follows, and the fields it carries.
 ///
 /// Zab messages use `0x01..`, host messages `0x41..`; 0 is never a tag, so a zeroed frame fails.
 pub mod tag {
     /// leader sid i64, vote zxid i64, vote epoch i32, round i64, state i32
-    /// (0 looking, 1 following, 2 leading, 3 observing), voter bool.
+    /// (0 looking, 1 following, 2 leading, 3 observing), voter bool, active and pending
+    /// configuration versions i64 each.
     pub const NOTIFICATION: u8 = 0x01;
     /// accepted_epoch i32, last_zxid i64, observer bool, recovering bool, incarnation i64.
     pub const FOLLOWER_INFO: u8 = 0x02;
@@ -84,7 +87,8 @@ pub mod tag {
     pub const PING: u8 = 0x0e;
     /// successor's vote: leader sid i64, zxid i64, epoch i32.
     pub const ABDICATE: u8 = 0x0f;
-    /// version i64, voters count i32 and each sid i64, observers count i32 and each sid i64.
+    /// committed bool, version i64, voters count i32 and each sid i64, observers count i32
+    /// and each sid i64.
     pub const CONFIG: u8 = 0x10;
 
     /// session_id i64, xid i32, op_type i32, body buffer (never null), auth_ids count i32,
@@ -210,7 +214,7 @@ fn zab_tag(msg: &Message) -> u8 {
         Message::UpToDate { .. } => tag::UP_TO_DATE,
         Message::Ping => tag::PING,
         Message::Abdicate { .. } => tag::ABDICATE,
-        Message::Config(_) => tag::CONFIG,
+        Message::Config { .. } => tag::CONFIG,
     }
 }
 
@@ -262,7 +266,13 @@ fn write_zab_fields(w: &mut Writer, msg: &Message) {
         Message::Proposal(entry) | Message::Inform(entry) => write_entry(w, entry),
         Message::Ping => {}
         Message::Abdicate { successor } => write_vote(w, successor),
-        Message::Config(m) => write_membership(w, m),
+        Message::Config {
+            membership,
+            committed,
+        } => {
+            w.write_bool(*committed);
+            write_membership(w, membership);
+        }
     }
 }
 
@@ -312,7 +322,10 @@ fn decode_zab(tag: u8, r: &mut Reader<'_>) -> Result<Option<Message>, DecodeErro
         tag::ABDICATE => Message::Abdicate {
             successor: read_vote(r)?,
         },
-        tag::CONFIG => Message::Config(read_membership(r)?),
+        tag::CONFIG => Message::Config {
+            committed: read_flag(r, "committed flag")?,
+            membership: read_membership(r)?,
+        },
         _ => return Ok(None),
     };
     Ok(Some(msg))
@@ -373,6 +386,8 @@ fn write_notification(w: &mut Writer, notification: &Notification) {
     write_u64(w, notification.round);
     w.write_i32(peer_state_code(notification.state));
     w.write_bool(notification.voter);
+    write_zxid(w, notification.config);
+    write_zxid(w, notification.config_pending);
 }
 
 fn read_notification(r: &mut Reader<'_>) -> Result<Notification, DecodeError> {
@@ -381,6 +396,8 @@ fn read_notification(r: &mut Reader<'_>) -> Result<Notification, DecodeError> {
         round: read_u64(r)?,
         state: read_peer_state(r)?,
         voter: read_flag(r, "voter flag")?,
+        config: read_zxid(r)?,
+        config_pending: read_zxid(r)?,
     })
 }
 

@@ -317,6 +317,7 @@ fn run_cluster_seeds(args: &Args, seeds: &[u64]) -> ExitCode {
     // Diskless: (lost writes, span ms) per loss after a power loss, and the other losses.
     let mut power: Vec<(usize, u64)> = Vec::new();
     let mut other: Vec<(usize, u64)> = Vec::new();
+    let (mut reconfigs, mut reconfigs_committed) = (0usize, 0usize);
     for &seed in seeds {
         let mut opts = ClusterOptions::from_seed(seed, args.servers, args.diskless);
         opts.node.bug = args.bug.clone();
@@ -332,6 +333,8 @@ fn run_cluster_seeds(args: &Args, seeds: &[u64]) -> ExitCode {
                 stale += report.stale_reports;
                 expired += report.sessions_expired;
                 crashes += report.crashes;
+                reconfigs += report.reconfigs;
+                reconfigs_committed += report.reconfigs_committed;
                 for &(txns, span, after_power_loss) in &report.losses {
                     if after_power_loss {
                         power.push((txns, span));
@@ -375,7 +378,7 @@ fn run_cluster_seeds(args: &Args, seeds: &[u64]) -> ExitCode {
         }
     }
     println!(
-        "cluster: committed txns={committed} answered ops={answered} throttled={throttled} sessions expired={expired} crashes={crashes} stale durable reports={stale}"
+        "cluster: committed txns={committed} answered ops={answered} throttled={throttled} sessions expired={expired} crashes={crashes} stale durable reports={stale} reconfigs={reconfigs} (committed {reconfigs_committed})"
     );
     if args.diskless {
         let describe = |rows: &[(usize, u64)]| {

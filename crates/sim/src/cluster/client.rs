@@ -179,6 +179,20 @@ pub fn request_of(op: &ClientOp) -> Request {
             // PERSISTENT (0); recursive is 1.
             mode: 0,
         }),
+        ClientOp::Reconfig { voters, observers } => {
+            let mut members = Vec::new();
+            for (sids, role) in [(voters, "participant"), (observers, "observer")] {
+                for sid in sids {
+                    members.push(format!("server.{sid}={}", sim_server_spec(*sid, role)));
+                }
+            }
+            Request::Reconfig(proto::records::ReconfigRequest {
+                joining_servers: None,
+                leaving_servers: None,
+                new_members: Some(members.join(",")),
+                cur_config_id: -1,
+            })
+        }
         ClientOp::Multi {
             key,
             version,
@@ -203,6 +217,36 @@ pub fn request_of(op: &ClientOp) -> Request {
 }
 
 /// A request as the client sends it: a length-prefixed frame of header and body.
+/// A simulated server's member text in `/zookeeper/config` (the simulated network ignores
+/// addresses).
+pub fn sim_server_spec(sid: Sid, role: &str) -> String {
+    format!("sim-{sid}:2888:3888:{role}")
+}
+
+/// The xid of ZooKeeper's auth packet.
+pub const AUTH_XID: i32 = -4;
+
+/// Authenticates the connection as ZooKeeper's super user (digest `super:test`, whose
+/// digest the simulated servers have as their superDigest): only it may reconfigure.
+pub fn super_auth_frame() -> Vec<u8> {
+    let mut w = Writer::new();
+    RequestHeader {
+        xid: AUTH_XID,
+        op_type: OpCode::Auth.code(),
+    }
+    .encode(&mut w);
+    proto::records::AuthPacket {
+        auth_type: 0,
+        scheme: "digest".into(),
+        auth: Some(b"super:test".to_vec()),
+    }
+    .encode(&mut w);
+    framed(w.into_inner())
+}
+
+/// `super:test` as DigestAuthenticationProvider prints it.
+pub const SUPER_DIGEST: &str = "super:D/InIHSb7yEEbrWz8b9l71RjZJU=";
+
 pub fn request_frame(xid: i32, request: &Request) -> Vec<u8> {
     let mut w = Writer::new();
     RequestHeader {
@@ -294,6 +338,16 @@ pub fn result_of(op: &ClientOp, header: &ReplyHeader, body: &[u8]) -> Result<OpR
                 return Err(format!("getData answered {}", header.err));
             };
             OpResult::Read { zxid, value }
+        }
+        ClientOp::Reconfig { .. } if header.err == 0 => {
+            let data = GetDataResponse::decode(&mut Reader::new(body))
+                .map_err(|e| format!("reconfig reply: {e}"))?;
+            OpResult::Written {
+                zxid,
+                code: 0,
+                version: Some(data.stat.version),
+                path: None,
+            }
         }
         ClientOp::Set { .. } if header.err == 0 => {
             let stat =

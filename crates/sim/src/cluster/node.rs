@@ -31,6 +31,8 @@ pub struct NodeConfig {
     pub backlog_max: usize,
     /// A planted bug by name, Zab's or the host's (needs the `planted-bugs` feature).
     pub bug: Option<String>,
+    /// Clients reconfigure the ensemble now and then (`reconfigEnabled`, the super user).
+    pub reconfig: bool,
 }
 
 pub struct Node {
@@ -144,6 +146,9 @@ impl Node {
             min_session_timeout_ms: config.tick_time_ms * 2,
             max_session_timeout_ms: config.tick_time_ms * 20,
             failover_hold_ms: u64::from(config.tick_time_ms),
+            reconfig_enabled: config.reconfig,
+            super_digest: Some(super::client::SUPER_DIGEST.to_string()),
+            initial_config: initial_config(&config.voters),
             observe: true,
             #[cfg(feature = "planted-bugs")]
             planted_bug: config
@@ -152,12 +157,15 @@ impl Node {
                 .and_then(replica::planted::HostBug::from_name),
             ..Settings::default()
         };
+        // After a reconfiguration the members are the ones /zookeeper/config names.
+        let membership = replica::ensemble::reconfig::config_of_tree(&recovered.tree)
+            .map(|c| c.membership())
+            .unwrap_or_else(|| {
+                zab::Membership::new(config.voters.iter().copied().collect(), Default::default())
+            });
         let mut replica = Replica::new(settings, store, recovered, 0, now);
-        let mut zab_config = Config::new(
-            self.sid,
-            config.voters.iter().copied().collect(),
-            Default::default(),
-        );
+        let mut zab_config = Config::new(self.sid, membership.voters, membership.observers);
+        zab_config.version = membership.version;
         zab_config.committed_log_max = config.committed_log_max;
         zab_config.proposals_in_flight_max = config.in_flight_max;
         zab_config.force_snapshot_sync = config.force_snapshot_sync;
@@ -263,6 +271,23 @@ impl Progress {
 
     fn take(&mut self) -> Option<i64> {
         std::mem::take(&mut self.changed).then_some(self.value)
+    }
+}
+
+/// Every server a voter, as the simulated zoo.cfg lists them.
+fn initial_config(voters: &[Sid]) -> replica::ensemble::server_spec::ConfigText {
+    let members = voters
+        .iter()
+        .filter_map(|&sid| {
+            let spec = super::client::sim_server_spec(sid, "participant");
+            replica::ensemble::server_spec::ServerSpec::parse(&spec)
+                .ok()
+                .map(|s| (sid, s))
+        })
+        .collect();
+    replica::ensemble::server_spec::ConfigText {
+        members,
+        version: Zxid::ZERO,
     }
 }
 

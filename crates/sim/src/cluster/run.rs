@@ -5,7 +5,7 @@
 use super::client::TIMEOUT_MS;
 use super::world::{ClusterOptions, ClusterWorld};
 use crate::client_checker::{check_history, CommitTree};
-use crate::ops::OpResult;
+use crate::ops::{ClientOp, OpResult};
 use zab::Millis;
 
 /// Time allowed for the ensemble to settle after the network heals.
@@ -31,6 +31,9 @@ pub struct ClusterReport {
     /// Diskless: (committed writes lost, ms from the oldest one's commit to the failure,
     /// after a whole-ensemble power loss) per loss.
     pub losses: Vec<(usize, Millis, bool)>,
+    /// Reconfigurations clients asked for, and those committed.
+    pub reconfigs: usize,
+    pub reconfigs_committed: usize,
 }
 
 pub fn run_cluster(opts: ClusterOptions) -> ClusterReport {
@@ -59,6 +62,19 @@ pub fn run_cluster(opts: ClusterOptions) -> ClusterReport {
         servers: w.opts.servers,
         failures,
         committed: w.checker.committed.len(),
+        reconfigs: w
+            .history
+            .iter()
+            .filter(|op| matches!(op.op, ClientOp::Reconfig { .. }))
+            .count(),
+        reconfigs_committed: w
+            .history
+            .iter()
+            .filter(|op| {
+                matches!(op.op, ClientOp::Reconfig { .. })
+                    && matches!(op.result, Some(OpResult::Written { code: 0, .. }))
+            })
+            .count(),
         ops: w.history.len(),
         answered: w.history.iter().filter(|op| op.result.is_some()).count(),
         throttled: w.throttled,

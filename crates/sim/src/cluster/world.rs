@@ -86,6 +86,7 @@ impl ClusterOptions {
                     4096
                 },
                 bug: None,
+                reconfig: false,
             },
         };
         // A quarter of the runs sync every learner by SNAP: otherwise a learner gets one only
@@ -93,6 +94,9 @@ impl ClusterOptions {
         // (the case that lost acknowledged writes, docs/verification.md) comes about once in
         // 100,000 seeds.
         options.node.force_snapshot_sync = rng.chance(0.25);
+        // A quarter of the durable runs change the membership under the faults (the diskless
+        // durability checker judges holders against a fixed set of voters).
+        options.node.reconfig = !diskless && rng.chance(0.25);
         options
     }
 }
@@ -804,15 +808,39 @@ impl ClusterWorld {
         for node in &mut self.nodes {
             node.note_durable();
         }
-        let holding = self
+        let holds = |sid: Sid| {
+            self.nodes
+                .iter()
+                .find(|n| n.sid == sid)
+                .is_some_and(|n| n.wiped || n.durable >= zxid)
+        };
+        let holding: Vec<Sid> = self
             .nodes
             .iter()
-            .filter(|n| n.wiped || n.durable >= zxid)
-            .count();
-        let voters = self.nodes.len();
-        if holding < voters / 2 + 1 {
+            .map(|n| n.sid)
+            .filter(|&s| holds(s))
+            .collect();
+        // The leader's configuration after the commit: a reconfiguration is active once
+        // committed, and its voters must hold everything up to it.
+        let config = self
+            .node(leader)
+            .replica
+            .as_ref()
+            .and_then(|r| r.ensemble.as_ref())
+            .map(|e| e.zab.config().clone());
+        let Some(mut config) = config else {
+            return;
+        };
+        // A configuration proposed after this transaction (in the same step, before this
+        // check runs) does not bind it.
+        if config.pending.as_ref().is_some_and(|p| p.version > zxid) {
+            config.pending = None;
+        }
+        if !config.is_quorum(holds) {
             self.fail(format!(
-                "durability: leader {leader} committed {zxid} while only {holding} of {voters} disks hold it"
+                "durability: leader {leader} committed {zxid} while only {holding:?} hold it, no quorum of voters {:?} (pending {:?})",
+                config.voters,
+                config.pending.as_ref().map(|p| &p.voters)
             ));
         }
     }
@@ -995,6 +1023,8 @@ impl ClusterWorld {
         }
         let key = self.rng.below(KEYS.len() as u64) as usize;
         let roll = self.rng.below(100);
+        let mut reconfig = (roll == 59 && self.opts.node.reconfig && self.rng.chance(0.3))
+            .then(|| self.random_membership());
         let c = &mut self.clients[ci];
         let op = match roll {
             0..=9 => ClientOp::Create {
@@ -1025,6 +1055,7 @@ impl ClusterWorld {
                 value: c.unique_value(),
                 other: (key + 1) % KEYS.len(),
             },
+            59 if reconfig.is_some() => reconfig.take().unwrap_or(ClientOp::Sync),
             59 if self.nemesis_on => ClientOp::CloseSession,
             59 => ClientOp::Delete { key },
             60..=76 => ClientOp::Get { key },
@@ -1036,6 +1067,26 @@ impl ClusterWorld {
         if sync {
             let get = self.client_send(ci, ClientOp::Get { key });
             self.history[get].after_sync = Some(sync_record);
+        }
+    }
+
+    /// A new membership for a reconfiguration: two or more voters, some of the rest observers,
+    /// the others out of the configuration.
+    fn random_membership(&mut self) -> ClientOp {
+        let servers = self.nodes.len() as u64;
+        let mut sids: Vec<Sid> = (1..=servers).collect();
+        for i in (1..sids.len()).rev() {
+            let j = self.rng.below(i as u64 + 1) as usize;
+            sids.swap(i, j);
+        }
+        let voters_n = self.rng.range(2, servers.max(2)) as usize;
+        let rest = sids.split_off(voters_n.min(sids.len()));
+        let mut observers: Vec<Sid> = rest.into_iter().filter(|_| self.rng.chance(0.5)).collect();
+        sids.sort_unstable();
+        observers.sort_unstable();
+        ClientOp::Reconfig {
+            voters: sids,
+            observers,
         }
     }
 
@@ -1094,6 +1145,9 @@ impl ClusterWorld {
                     c.may_have_expired = false;
                     c.session = Some((response.session_id, response.passwd));
                     c.phase = Phase::Connected;
+                    if self.opts.node.reconfig {
+                        self.send_to_server(conn, ToServer::Request(client::super_auth_frame()));
+                    }
                 }
                 Err(e) => self.fail(format!("client {ci}: undecodable connect response: {e}")),
             }
@@ -1113,6 +1167,12 @@ impl ClusterWorld {
             Ok(Incoming::Reply { header, body }) => (header, body),
             Err(e) => return self.fail(format!("client {ci}: undecodable reply: {e}")),
         };
+        if header.xid == client::AUTH_XID {
+            if header.err != 0 {
+                self.fail(format!("client {ci}: super auth refused ({})", header.err));
+            }
+            return;
+        }
         self.check_events_came_first(ci, Zxid::from_i64(header.zxid));
         let Some((expected, record)) = self.clients[ci].outstanding.pop_front() else {
             return self.fail(format!(
@@ -1465,24 +1525,23 @@ impl ClusterWorld {
         }
     }
 
-    /// The leader every live node follows, once every live node serves it.
+    /// The leader every live node follows, once every live member of its configuration
+    /// serves it (a server a reconfiguration left out follows it without serving).
     pub fn settled_leader(&self) -> Option<Sid> {
-        let mut leader = None;
-        let mut live = 0;
-        for n in &self.nodes {
-            let Some(e) = n.replica.as_ref().and_then(|r| r.ensemble.as_ref()) else {
-                continue;
-            };
-            live += 1;
-            if !e.serving {
-                return None;
-            }
-            let l = e.zab.leader()?;
-            if *leader.get_or_insert(l) != l {
-                return None;
-            }
-        }
-        (live > 0).then_some(leader).flatten()
+        let ensembles: Vec<&replica::ensemble::Ensemble> = self
+            .nodes
+            .iter()
+            .filter_map(|n| n.replica.as_ref().and_then(|r| r.ensemble.as_deref()))
+            .collect();
+        let leading = ensembles
+            .iter()
+            .find(|e| e.zab.role() == Role::Leading && e.serving)?;
+        let leader = leading.me();
+        let config = leading.zab.config();
+        let settled = ensembles
+            .iter()
+            .all(|e| e.zab.leader() == Some(leader) && (e.serving || !config.is_member(e.me())));
+        settled.then_some(leader)
     }
 
     /// One line per node, for failure messages.
@@ -1491,14 +1550,17 @@ impl ClusterWorld {
         for n in &self.nodes {
             match n.replica.as_ref().and_then(|r| r.ensemble.as_ref()) {
                 Some(e) => out.push_str(&format!(
-                    "[s{} {:?} leader={:?} epoch={} last={} delivered={} serving={}] ",
+                    "[s{} {:?} leader={:?} epoch={} last={} delivered={} serving={} config={} voters={:?} pending={:?}] ",
                     n.sid,
                     e.zab.role(),
                     e.zab.leader(),
                     e.zab.current_epoch(),
                     e.zab.last_logged(),
                     e.zab.delivered(),
-                    e.serving
+                    e.serving,
+                    e.zab.config().version,
+                    e.zab.config().voters,
+                    e.zab.config().pending.as_ref().map(|p| (p.version, &p.voters)),
                 )),
                 None => out.push_str(&format!("[s{} down] ", n.sid)),
             }
