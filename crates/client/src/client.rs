@@ -31,6 +31,9 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 use tokio::sync::{broadcast, mpsc, oneshot, watch};
 
+/// Where an ensemble keeps its configuration.
+const CONFIG_NODE: &str = "/zookeeper/config";
+
 /// A ZooKeeper session. Dropping the last handle closes the session.
 #[derive(Clone)]
 pub struct Client {
@@ -417,6 +420,42 @@ impl Client {
         match self.call(request, path, None, None).await? {
             Response::GetAcl(r) => Ok((r.acl, r.stat)),
             other => Err(unexpected(other, path)),
+        }
+    }
+
+    /// The ensemble's configuration (`/zookeeper/config`, ZooKeeper's `getConfig`).
+    pub async fn get_config(&self) -> Result<(Vec<u8>, Stat)> {
+        let request = Request::GetData(PathAndWatch {
+            path: CONFIG_NODE.to_string(),
+            watch: false,
+        });
+        match self.call(request, CONFIG_NODE, None, None).await? {
+            Response::GetData(r) => Ok((r.data.unwrap_or_default(), r.stat)),
+            other => Err(unexpected(other, CONFIG_NODE)),
+        }
+    }
+
+    /// Changes the ensemble's membership (ZooKeeper's `reconfig`; the server needs
+    /// `reconfigEnabled=true` and the caller the super user): incremental with `joining`
+    /// (`server.N=host:port:port[:role];[host:]port`, comma-separated) and `leaving` (ids), or
+    /// a whole new membership with `members`. `from_config` is the configuration version it
+    /// must start from, -1 for any. Answers with the new configuration.
+    pub async fn reconfig(
+        &self,
+        joining: Option<&str>,
+        leaving: Option<&str>,
+        members: Option<&str>,
+        from_config: i64,
+    ) -> Result<(Vec<u8>, Stat)> {
+        let request = Request::Reconfig(proto::records::ReconfigRequest {
+            joining_servers: joining.map(str::to_string),
+            leaving_servers: leaving.map(str::to_string),
+            new_members: members.map(str::to_string),
+            cur_config_id: from_config,
+        });
+        match self.call(request, CONFIG_NODE, None, None).await? {
+            Response::GetData(r) => Ok((r.data.unwrap_or_default(), r.stat)),
+            other => Err(unexpected(other, CONFIG_NODE)),
         }
     }
 

@@ -142,6 +142,7 @@ macro_rules! against_both {
 }
 
 against_both!(
+    reconfig_remove_and_add,
     leader_kill,
     leader_term,
     minority_releases_clients,
@@ -1336,3 +1337,151 @@ async fn diskless_power_loss(flavor: Flavor) -> Result<()> {
 /// Writes acknowledged longer than this before a whole-ensemble power loss must survive it:
 /// busy snapshots of this scenario's small tree take milliseconds.
 const POWER_LOSS_SAFE_AFTER: Duration = Duration::from_secs(2);
+
+// ---- dynamic reconfiguration ----
+
+/// `super:test` as ZooKeeper's DigestAuthenticationProvider prints it.
+const SUPER_DIGEST: &str = "super:D/InIHSb7yEEbrWz8b9l71RjZJU=";
+
+/// Apache ZooKeeper's own zkCli (3.9.3), with `lines` on its standard input, as an operator
+/// types them; its standard output.
+fn zkcli(server: &str, lines: &[String]) -> Result<String> {
+    use std::io::Write;
+    let script = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../scripts/compat-curator.sh");
+    let classpath = std::process::Command::new("bash")
+        .arg(script)
+        .arg("classpath")
+        .output()
+        .context("compat-curator.sh classpath")?;
+    ensure!(classpath.status.success(), "no ZooKeeper class path");
+    let mut child = std::process::Command::new("java")
+        .args([
+            "-Xmx128m",
+            "-Dorg.slf4j.simpleLogger.defaultLogLevel=error",
+            "-cp",
+        ])
+        .arg(String::from_utf8_lossy(&classpath.stdout).trim())
+        .args(["org.apache.zookeeper.ZooKeeperMain", "-server", server])
+        .stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .context("java runs zkCli")?;
+    let mut stdin = child.stdin.take().context("zkCli stdin")?;
+    for line in lines.iter().map(String::as_str).chain(["quit"]) {
+        writeln!(stdin, "{line}")?;
+    }
+    drop(stdin);
+    let out = child.wait_with_output()?;
+    Ok(String::from_utf8_lossy(&out.stdout).into_owned())
+}
+
+/// The configuration lines of a `config` command's output.
+fn config_lines(out: &str) -> Vec<String> {
+    out.lines()
+        .map(str::trim)
+        .filter(|l| l.starts_with("server.") || l.starts_with("version="))
+        .map(str::to_string)
+        .collect()
+}
+
+/// Server `sid`'s spec in the configuration zkCli's `config` prints, with its client address
+/// added when the line has none, as `reconfig -add` takes it.
+fn server_spec(ensemble: &Ensemble, config: &str, sid: u32) -> Result<String> {
+    let prefix = format!("server.{sid}=");
+    let spec = config
+        .lines()
+        .find_map(|l| l.trim().strip_prefix(&prefix))
+        .ok_or_else(|| anyhow!("no {prefix} line in the configuration:\n{config}"))?;
+    Ok(match spec.contains(';') {
+        true => spec.to_string(),
+        false => format!("{spec};{}", ensemble.client_address(sid)),
+    })
+}
+
+/// 3 servers with `reconfigEnabled=true`: while a workload runs, Apache ZooKeeper's own zkCli
+/// removes a follower from the ensemble and adds it back. Every acknowledged write survives
+/// and the history stays linearizable; the configuration zkCli prints says who is in; and
+/// (meerkat) the removed member stops serving clients until it is added again (ZooKeeper keeps
+/// serving on it as a non-voting follower).
+async fn reconfig_remove_and_add(flavor: Flavor) -> Result<()> {
+    let meerkat = matches!(flavor, Flavor::Meerkat { .. });
+    let mut options = Options::new(3);
+    options.extra_config = vec![
+        "reconfigEnabled=true".to_string(),
+        format!("DigestAuthenticationProvider.superDigest={SUPER_DIGEST}"),
+    ];
+    let fixture = Fixture::start(flavor, options).await?;
+    let result = async {
+        let f = &fixture;
+        f.create_registers(&KEYS).await?;
+        let workload = f.workload();
+        tokio::time::sleep(Duration::from_secs(1)).await;
+        let leader = f.ensemble.leader().await?;
+        let removed = f
+            .ensemble
+            .sids()
+            .into_iter()
+            .rfind(|&s| s != leader)
+            .context("a follower")?;
+        let via = f.ensemble.client_address(leader).to_string();
+        let config = zkcli(&via, &["config".to_string()])?;
+        let spec = server_spec(&f.ensemble, &config, removed)?;
+        let auth = "addauth digest super:test".to_string();
+        let begun_ns = f.history.now_ns();
+        let out = zkcli(&via, &[auth.clone(), format!("reconfig -remove {removed}")])?;
+        f.note(&format!(
+            "zkCli reconfig -remove {removed}:\n{}",
+            out.trim()
+        ));
+        ensure!(
+            out.contains("server.") && !out.contains(&format!("server.{removed}=")),
+            "the new configuration still lists server {removed} (or none was printed)"
+        );
+        if meerkat {
+            let deadline = Instant::now() + Duration::from_secs(10);
+            while f.ensemble.role(removed).await.is_serving() {
+                ensure!(
+                    Instant::now() < deadline,
+                    "server {removed} still serves after its removal"
+                );
+                tokio::time::sleep(Duration::from_millis(50)).await;
+            }
+            f.note(&format!("server {removed} stopped serving"));
+        }
+        tokio::time::sleep(Duration::from_secs(1)).await;
+        let out = zkcli(
+            &via,
+            &[auth, format!("reconfig -add server.{removed}={spec}")],
+        )?;
+        f.note(&format!(
+            "zkCli reconfig -add server.{removed}:\n{}",
+            out.trim()
+        ));
+        ensure!(
+            out.contains(&format!("server.{removed}=")),
+            "the new configuration does not list server {removed}"
+        );
+        f.ensemble.wait_serving(removed).await?;
+        // `meerkat cli config` prints what zkCli's `config` prints.
+        let theirs = config_lines(&zkcli(&via, &["config".to_string()])?);
+        let ours = std::process::Command::new(env!("CARGO_BIN_EXE_meerkat"))
+            .args(["cli", "-server", &via, "config"])
+            .output()?;
+        let ours = config_lines(&String::from_utf8_lossy(&ours.stdout));
+        ensure!(
+            !theirs.is_empty() && ours == theirs,
+            "meerkat cli config says {ours:?}, zkCli {theirs:?}"
+        );
+        tokio::time::sleep(Duration::from_millis(500)).await;
+        workload.stop().await;
+        ensure!(
+            f.ok_writes_between(begun_ns, u64::MAX) > 0,
+            "no write succeeded while the membership changed"
+        );
+        f.converge_and_compare(&KEYS).await?;
+        f.check_history()
+    }
+    .await;
+    fixture.finish(result).await
+}

@@ -66,7 +66,8 @@ impl Response {
                 Response::Create2(Create2Response::decode(r)?)
             }
             O::Exists | O::SetData | O::SetAcl => Response::Stat(Stat::decode(r)?),
-            O::GetData => Response::GetData(GetDataResponse::decode(r)?),
+            // A reconfiguration answers with the new configuration, as getData would.
+            O::GetData | O::Reconfig => Response::GetData(GetDataResponse::decode(r)?),
             O::GetAcl => Response::GetAcl(GetAclResponse::decode(r)?),
             O::GetChildren => Response::GetChildren(GetChildrenResponse::decode(r)?),
             O::GetChildren2 => Response::GetChildren2(GetChildren2Response::decode(r)?),

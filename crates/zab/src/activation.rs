@@ -84,6 +84,14 @@ impl Zab {
         self.config.version = m.version;
         self.config.voters = m.voters;
         self.config.observers = m.observers;
+        if !self.config.is_member(self.config.my_id) {
+            tracing::warn!(
+                sid = self.config.my_id,
+                version = %self.config.version,
+                "this server is not in the configuration: it follows the leader without serving \
+                 clients until a reconfiguration adds it again"
+            );
+        }
         self.role_check = true;
         self.announce_membership();
     }

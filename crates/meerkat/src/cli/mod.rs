@@ -12,10 +12,12 @@
 //! * [`words`]: splitting lines and options.
 //! * [`interactive`]: the line editor, history and completion.
 //! * [`client_configuration`]: zkCli's `-client-configuration` file (TLS).
+//! * [`reconfig_args`]: zkCli's `reconfig` options.
 
 mod client_configuration;
 mod format;
 mod interactive;
+mod reconfig_args;
 mod shell;
 mod words;
 

@@ -19,6 +19,7 @@ pub const COMMANDS: &[(&str, &str)] = &[
     ("addWatch", "[-m mode] path # optional mode is one of [PERSISTENT, PERSISTENT_RECURSIVE] - default is PERSISTENT_RECURSIVE"),
     ("addauth", "scheme auth"),
     ("close", ""),
+    ("config", "[-c] [-w] [-s]"),
     ("connect", "host:port"),
     ("create", "[-s] [-e] [-c] [-t ttl] path [data] [acl]"),
     ("delete", "[-v version] path"),
@@ -31,6 +32,7 @@ pub const COMMANDS: &[(&str, &str)] = &[
     ("history", ""),
     ("ls", "[-s] [-w] [-R] path"),
     ("quit", ""),
+    ("reconfig", "[-s] [-v version] [[-file path] | [-members serverID=host:port1:port2;port3[,...]*]] | [-add serverId=host:port1:port2;port3[,...]]* [-remove serverId[,...]*]"),
     ("removewatches", "path [-c|-d|-a|-p|-r]"),
     ("set", "[-s] [-v version] path data"),
     ("setAcl", "[-s] [-v version] [-R] path acl"),
@@ -242,6 +244,26 @@ impl Shell {
         }
     }
 
+    /// zkCli's `reconfig`.
+    fn reconfig(&self, zk: &Client, words: &[String], usage: &str) -> CommandResult {
+        let args = super::reconfig_args::parse(words.get(1..).unwrap_or_default(), usage)
+            .map_err(Failure::Usage)?;
+        let (data, stat) = self.runtime.block_on(zk.reconfig(
+            args.joining.as_deref(),
+            args.leaving.as_deref(),
+            args.members.as_deref(),
+            args.from_config,
+        ))?;
+        self.println(&format!(
+            "Committed new configuration:\n{}",
+            String::from_utf8_lossy(&data)
+        ));
+        if args.print_stat {
+            self.print(&format::stat(&stat));
+        }
+        Ok(())
+    }
+
     fn live_client(&self) -> Option<Client> {
         self.client
             .as_ref()
@@ -255,6 +277,10 @@ impl Shell {
             .find(|(c, _)| *c == name)
             .map(|(c, u)| format!("{c} {u}"))
             .unwrap_or_default();
+        if name == "reconfig" {
+            // Word options (-add, -members, ...), not letters: read apart.
+            return self.reconfig(zk, words, &usage);
+        }
         let (flags, valued) = match name {
             "ls" => ("swR", ""),
             "get" => ("sw", ""),
@@ -266,6 +292,7 @@ impl Shell {
             "addWatch" => ("", "m"),
             "removewatches" => ("cdaprl", ""),
             "getAcl" => ("s", ""),
+            "config" => ("cws", ""),
             "setAcl" => ("sR", "v"),
             _ => ("", ""),
         };
@@ -418,6 +445,19 @@ impl Shell {
                 self.println("Auth scheme: User");
                 for info in infos {
                     self.println(&format!("{}: {}", info.auth_scheme, info.user));
+                }
+                Ok(())
+            }
+            "config" => {
+                let (data, stat) = rt.block_on(zk.get_config())?;
+                let text = String::from_utf8_lossy(&data);
+                if parsed.has('c') {
+                    self.println(&super::reconfig_args::client_config(&text));
+                } else {
+                    self.println(&text);
+                }
+                if parsed.has('s') {
+                    self.print(&format::stat(&stat));
                 }
                 Ok(())
             }
