@@ -36,6 +36,8 @@ struct Args {
     /// `--force-snapshot-sync`: every sync is a SNAP (`zab::Config::force_snapshot_sync`) in
     /// every run, not only in the quarter of runs whose seed draws it.
     force_snapshot_sync: bool,
+    /// `--reconfig` (cluster, durable): clients reconfigure in every run, not in a quarter.
+    reconfig: bool,
 }
 
 fn parse() -> Result<Args, String> {
@@ -53,6 +55,7 @@ fn parse() -> Result<Args, String> {
         cluster: false,
         log: false,
         force_snapshot_sync: false,
+        reconfig: false,
     };
     let mut it = std::env::args().skip(1);
     while let Some(a) = it.next() {
@@ -74,6 +77,7 @@ fn parse() -> Result<Args, String> {
             "--list" => args.list = true,
             "--diskless" => args.diskless = true,
             "--force-snapshot-sync" => args.force_snapshot_sync = true,
+            "--reconfig" => args.reconfig = true,
             "--cluster" => args.cluster = true,
             "--log" => args.log = true,
             "--snapshot-rest" => {
@@ -323,6 +327,7 @@ fn run_cluster_seeds(args: &Args, seeds: &[u64]) -> ExitCode {
         opts.node.bug = args.bug.clone();
         // The seed draws it for a quarter of the runs; the switch makes it every run.
         opts.node.force_snapshot_sync |= args.force_snapshot_sync;
+        opts.node.reconfig |= args.reconfig && !args.diskless;
         let outcome = std::panic::catch_unwind(|| run_cluster(opts));
         ran += 1;
         match outcome {
