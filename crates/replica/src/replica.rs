@@ -203,9 +203,9 @@ impl<S: Store> Replica<S> {
         };
         Replica {
             next_container_check_ms: now.mono_ms + settings.container_check_interval_ms,
+            prep: Prep::with_quota_enforced(settings.enforce_quota),
             settings,
             tree: recovered.tree,
-            prep: Prep::default(),
             sessions,
             session_conn: HashMap::new(),
             watches: WatchManager::default(),
@@ -256,7 +256,7 @@ impl<S: Store> Replica<S> {
     /// Replaces the whole tree (a snapshot from the leader); sessions follow the new tree.
     pub(crate) fn replace_tree(&mut self, tree: DataTree) {
         self.tree = tree;
-        self.prep = Prep::default();
+        self.prep.reset();
         self.last_zxid = self.tree.last_processed_zxid();
         self.reset_session_expiry();
     }
