@@ -1178,6 +1178,12 @@ impl<S: Store> Replica<S> {
     pub fn session_count(&self) -> usize {
         self.sessions.len()
     }
+
+    /// Writes refused with QuotaExceeded by this server's prep, by top namespace
+    /// (`quota_exceeded_error_per_namespace`).
+    pub fn quota_exceeded_counts(&self) -> &std::collections::BTreeMap<String, u64> {
+        self.prep.quota_exceeded_counts()
+    }
 }
 
 #[derive(Debug, Clone, Copy)]

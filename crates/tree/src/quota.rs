@@ -56,7 +56,44 @@ pub fn trim_quota_path(path: &str) -> &str {
 /// `PathUtils.getTopNamespace`: the first component of `path` (`/a/b` → `a`), the label of
 /// ZooKeeper's per-namespace quota metrics.
 pub fn top_namespace(path: &str) -> Option<&str> {
-    path.split('/').nth(1)
+    path.split('/').nth(1).filter(|n| !n.is_empty())
+}
+
+/// ZooKeeper's per-namespace quota gauges (`QuotaMetricsUtils`): the limits (the hard one
+/// where set, else the soft one, −1 for none) and the usage of every quota, summed by the top
+/// namespace of the quota's path.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct NamespaceQuotas {
+    pub count_limit: BTreeMap<String, i64>,
+    pub bytes_limit: BTreeMap<String, i64>,
+    pub count_usage: BTreeMap<String, i64>,
+    pub bytes_usage: BTreeMap<String, i64>,
+}
+
+impl NamespaceQuotas {
+    /// Adds a leaf quota node (`…/zookeeper_limits` or `…/zookeeper_stats` under
+    /// `/zookeeper/quota`) found at `node_path` with `data`; other nodes count for nothing,
+    /// nor does text `StatsTrack` cannot read.
+    pub fn add_node(&mut self, node_path: &str, data: Option<&[u8]>) {
+        let real = trim_quota_path(node_path);
+        let (Some(namespace), Some(data)) = (top_namespace(real), data) else {
+            return;
+        };
+        let Some(track) = StatsTrack::parse(data) else {
+            return;
+        };
+        let add = |map: &mut BTreeMap<String, i64>, v: i64| {
+            let sum = map.entry(namespace.to_string()).or_default();
+            *sum = sum.wrapping_add(v);
+        };
+        if node_path.ends_with(&format!("/{LIMIT_NODE}")) {
+            add(&mut self.count_limit, track.count_limit());
+            add(&mut self.bytes_limit, track.byte_limit());
+        } else if node_path.ends_with(&format!("/{STAT_NODE}")) {
+            add(&mut self.count_usage, track.count());
+            add(&mut self.bytes_usage, track.bytes());
+        }
+    }
 }
 
 const COUNT: &str = "count";

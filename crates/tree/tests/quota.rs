@@ -388,3 +388,30 @@ proptest! {
         prop_assert_eq!(tree.digest(), sut.tree.digest());
     }
 }
+
+/// ZooKeeper's quota gauges: limits (hard over soft, −1 for none) and usage summed by the top
+/// namespace.
+#[test]
+fn namespace_quotas_sum_limits_and_usage() {
+    let mut sut = Sut::new(false);
+    sut.create("/ns", b"");
+    sut.create("/ns/a", b"abc");
+    sut.create("/ns/b", b"");
+    sut.create("/other", b"12");
+    sut.set_quota(
+        "/ns/a",
+        "count=-1,bytes=-1=;byteHardLimit=-1;countHardLimit=5",
+    );
+    sut.set_quota("/ns/b", "count=3,bytes=100");
+    sut.set_quota("/other", "count=-1,bytes=7");
+    let m = sut.tree.namespace_quotas();
+    let get = |map: &std::collections::BTreeMap<String, i64>, k: &str| map.get(k).copied();
+    assert_eq!(get(&m.count_limit, "ns"), Some(8));
+    assert_eq!(get(&m.bytes_limit, "ns"), Some(99));
+    assert_eq!(get(&m.count_usage, "ns"), Some(2));
+    assert_eq!(get(&m.bytes_usage, "ns"), Some(3));
+    assert_eq!(get(&m.count_limit, "other"), Some(-1));
+    assert_eq!(get(&m.bytes_limit, "other"), Some(7));
+    assert_eq!(get(&m.bytes_usage, "other"), Some(2));
+    assert_eq!(m.count_limit.len(), 2);
+}

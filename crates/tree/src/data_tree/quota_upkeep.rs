@@ -108,6 +108,27 @@ impl DataTree {
         digest.add(stat_path, node.record.data(), &stat);
     }
 
+    /// ZooKeeper's per-namespace quota gauges from the leaf nodes under `/zookeeper/quota`
+    /// (`QuotaMetricsUtils.getQuotaLimitOrUsage`).
+    pub fn namespace_quotas(&self) -> quota::NamespaceQuotas {
+        let mut out = quota::NamespaceQuotas::default();
+        let Some(root) = self.find(quota::QUOTA_ROOT) else {
+            return out;
+        };
+        let mut stack = vec![(quota::QUOTA_ROOT.to_string(), root)];
+        while let Some((node_path, id)) = stack.pop() {
+            let node = self.node_ref(id);
+            if node.children().is_empty() {
+                out.add_node(&node_path, node.record.data());
+                continue;
+            }
+            for child in node.children().ids() {
+                stack.push((path::join(&node_path, self.nodes.name(child)), child));
+            }
+        }
+        out
+    }
+
     /// `setupQuota` without the recount: every leaf `…/zookeeper_limits` under
     /// `/zookeeper/quota` makes the path before it a quota path (see [`crate::quota`] for why
     /// a loaded tree's stats are not recounted).
