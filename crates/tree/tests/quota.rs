@@ -321,6 +321,21 @@ fn request(op: &Op) -> Request {
     }
 }
 
+/// A write of the pipelined test: a single op or a multi of two or three.
+fn pipelined() -> impl Strategy<Value = Request> {
+    prop_oneof![
+        3 => op().prop_map(|o| request(&o)),
+        1 => proptest::collection::vec(op(), 2..4).prop_map(|ops| {
+            Request::Multi(ops.iter().map(|o| match request(o) {
+                Request::Create { op, req } => MultiOp::Create { op, req },
+                Request::Delete(r) => MultiOp::Delete(r),
+                Request::SetData(r) => MultiOp::SetData(r),
+                other => unreachable!("request() builds no {other:?}"),
+            }).collect())
+        }),
+    ]
+}
+
 fn dump(tree: &DataTree) -> Vec<(String, Option<Vec<u8>>, StatPersisted)> {
     let mut nodes = Vec::new();
     tree.for_each(|p, n| nodes.push((p.to_string(), n.data.map(<[u8]>::to_vec), n.stat.clone())));
@@ -364,6 +379,34 @@ proptest! {
         let loaded = load(&sut.tree);
         prop_assert_eq!(loaded.quota_paths(), sut.tree.quota_paths());
         prop_assert_eq!(loaded.approximate_data_size(), sut.tree.approximate_data_size());
+    }
+
+    /// Pipelined: batches of writes (multis among them) are all prepared before any applies,
+    /// as a leader with proposals in flight does. Prep's view of pending usage never lets a
+    /// quota pass its hard limits, the stats still equal a recount, and once everything is
+    /// applied nothing is left pending.
+    #[test]
+    fn pipelined_writes_never_pass_a_hard_limit(
+        batches in proptest::collection::vec(proptest::collection::vec(pipelined(), 1..6), 1..12),
+    ) {
+        let mut sut = Sut::new(true);
+        sut.create("/q", b"root");
+        sut.create("/r", b"");
+        sut.create("/r/in", b"1");
+        sut.set_quota("/q", "count=-1,bytes=-1=;byteHardLimit=30;countHardLimit=4");
+        sut.set_quota("/r/in", "count=-1,bytes=-1=;byteHardLimit=-1;countHardLimit=3");
+        for batch in &batches {
+            let txns: Vec<Txn> = batch.iter().map(|r| sut.prepare(r)).collect();
+            for txn in &txns {
+                sut.apply(txn);
+                for (quota, count_max, bytes_max) in [("/q", 4, 30), ("/r/in", 3, i64::MAX)] {
+                    let (count, bytes) = sut.tree.usage_of(quota);
+                    prop_assert_eq!(sut.stats(quota), StatsTrack::counted(count, bytes).to_text());
+                    prop_assert!(count <= count_max && bytes <= bytes_max, "{quota}: {count} nodes, {bytes} bytes");
+                }
+            }
+        }
+        prop_assert!(sut.prep.pending().usage().is_empty());
     }
 
     /// Applying a suffix of the log a second time (recovery from an earlier snapshot point)
