@@ -5,4 +5,6 @@
 //! to serve the text ZooKeeper would. The text and the paths are meerkat's own tree's
 //! ([`tree::quota`]), which keeps the same counts as it applies transactions.
 
-pub use tree::quota::{stat_path, trim_quota_path, StatsTrack, LIMIT_NODE, QUOTA_ROOT, STAT_NODE};
+pub use tree::quota::{
+    stat_path, trim_quota_path, QuotaPaths, StatsTrack, LIMIT_NODE, QUOTA_ROOT, STAT_NODE,
+};
