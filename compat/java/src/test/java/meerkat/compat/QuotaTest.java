@@ -20,21 +20,27 @@ import org.junit.jupiter.api.Test;
  * Quotas, set and read with zkCli's own code ({@code SetQuotaCommand.createQuota},
  * {@code ListQuotaCommand.listQuota}, {@code DelQuotaCommand.delQuota}): the stats node the
  * server keeps under {@code /zookeeper/quota} after creates, deletes, setData, multi and
- * session close, its Stat, and with {@code enforceQuota=true} (a pair of its own) the
+ * session close, its Stat, and with enforcement on (two pairs of their own: zoo.cfg's
+ * {@code enforceQuota=true}, and {@code -Dzookeeper.enforceQuota=true} in SERVER_JVMFLAGS) the
  * QuotaExceeded answers for writes past a hard limit.
  */
 class QuotaTest extends CompatTest {
     private static Servers.Pair enforcing;
+    private static Servers.Pair enforcingByFlag;
 
     @BeforeAll
     static void start() {
         enforcing = Servers.Pair.start("quota", Map.of("enforceQuota", "true"));
+        enforcingByFlag = Servers.Pair.start("quota-flag",
+                Map.of(ServerProcess.SERVER_JVMFLAGS, "-Dzookeeper.enforceQuota=true"));
     }
 
     @AfterAll
     static void stop() {
-        if (enforcing != null) {
-            enforcing.close();
+        for (Servers.Pair p : new Servers.Pair[] {enforcing, enforcingByFlag}) {
+            if (p != null) {
+                p.close();
+            }
         }
     }
 
@@ -181,57 +187,64 @@ class QuotaTest extends CompatTest {
 
     @Test
     void hardLimitsAreEnforced() {
-        Differential.run(enforcing, "quotaEnforced", s -> {
-            Session c = s.connect("c");
-            String a = s.p("a");
-            String b = s.p("b");
-            c.create(s.root(), "", CreateMode.PERSISTENT);
-            c.create(a, "", CreateMode.PERSISTENT);
-            c.create(b, "", CreateMode.PERSISTENT);
-            setQuota(s, c, a, 'N', 3);
-            c.create(a + "/1", "", CreateMode.PERSISTENT);
-            c.create(a + "/2", "", CreateMode.PERSISTENT);
-            c.create(a + "/3", "", CreateMode.PERSISTENT);
-            s.check(c.lastError == Code.QUOTAEXCEEDED, "a create past countHardLimit gives QuotaExceeded");
-            c.create(a + "/2/deeper", "", CreateMode.EPHEMERAL);
-            s.check(c.lastError == Code.QUOTAEXCEEDED, "also deeper below the quota");
-            stats(s, c, a);
-            // Bytes: setData is checked on the change of length.
-            setQuota(s, c, a, 'B', 10);
-            listQuota(s, c, a);
-            c.setData(a, "0123456789", -1);
-            c.setData(a + "/1", "x", -1);
-            s.check(c.lastError == Code.QUOTAEXCEEDED, "a setData past byteHardLimit gives QuotaExceeded");
-            c.setData(a, "012345678", -1);
-            c.setData(a + "/1", "x", -1);
-            s.check(c.lastError == null, "room freed by a shorter value");
-            c.setData(a + "/1", "x", 7);
-            stats(s, c, a);
-            // Inside a multi the op past the limit fails, and with it the whole multi.
-            c.multi("[setData b, create a/3]", List.of(
-                    Op.setData(b, Session.bytes("bb"), -1),
-                    Op.create(a + "/3", Session.bytes(""), Session.OPEN, CreateMode.PERSISTENT)));
-            c.getData(b);
-            stats(s, c, a);
-            // Soft limits only warn.
-            setQuota(s, c, b, 'n', 1);
-            setQuota(s, c, b, 'b', 1);
-            c.create(b + "/x", "soft", CreateMode.PERSISTENT);
-            s.check(c.lastError == null, "soft limits are not enforced");
-            stats(s, c, b);
-            // Deleting frees the room; removing a hard limit lifts it.
-            c.delete(a + "/2", -1);
-            c.create(a + "/3", "", CreateMode.PERSISTENT);
-            s.check(c.lastError == null, "a delete makes room");
-            c.create(a + "/4", "", CreateMode.PERSISTENT);
-            delQuota(s, c, a, 'N');
-            c.create(a + "/4", "", CreateMode.PERSISTENT);
-            s.check(c.lastError == null, "delquota -N lifts the count limit");
-            stats(s, c, a);
-            delQuota(s, c, a, null);
-            delQuota(s, c, b, null);
-            c.setData(a + "/1", "no longer limited", -1);
-            s.check(c.lastError == null, "no quota, no limit");
-        });
+        Differential.run(enforcing, "quotaEnforced", QuotaTest::enforced);
+    }
+
+    @Test
+    void hardLimitsAreEnforcedWithTheJvmFlag() {
+        Differential.run(enforcingByFlag, "quotaEnforcedByFlag", QuotaTest::enforced);
+    }
+
+    private static void enforced(Scenario s) throws Exception {
+        Session c = s.connect("c");
+        String a = s.p("a");
+        String b = s.p("b");
+        c.create(s.root(), "", CreateMode.PERSISTENT);
+        c.create(a, "", CreateMode.PERSISTENT);
+        c.create(b, "", CreateMode.PERSISTENT);
+        setQuota(s, c, a, 'N', 3);
+        c.create(a + "/1", "", CreateMode.PERSISTENT);
+        c.create(a + "/2", "", CreateMode.PERSISTENT);
+        c.create(a + "/3", "", CreateMode.PERSISTENT);
+        s.check(c.lastError == Code.QUOTAEXCEEDED, "a create past countHardLimit gives QuotaExceeded");
+        c.create(a + "/2/deeper", "", CreateMode.EPHEMERAL);
+        s.check(c.lastError == Code.QUOTAEXCEEDED, "also deeper below the quota");
+        stats(s, c, a);
+        // Bytes: setData is checked on the change of length.
+        setQuota(s, c, a, 'B', 10);
+        listQuota(s, c, a);
+        c.setData(a, "0123456789", -1);
+        c.setData(a + "/1", "x", -1);
+        s.check(c.lastError == Code.QUOTAEXCEEDED, "a setData past byteHardLimit gives QuotaExceeded");
+        c.setData(a, "012345678", -1);
+        c.setData(a + "/1", "x", -1);
+        s.check(c.lastError == null, "room freed by a shorter value");
+        c.setData(a + "/1", "x", 7);
+        stats(s, c, a);
+        // Inside a multi the op past the limit fails, and with it the whole multi.
+        c.multi("[setData b, create a/3]", List.of(
+                Op.setData(b, Session.bytes("bb"), -1),
+                Op.create(a + "/3", Session.bytes(""), Session.OPEN, CreateMode.PERSISTENT)));
+        c.getData(b);
+        stats(s, c, a);
+        // Soft limits only warn.
+        setQuota(s, c, b, 'n', 1);
+        setQuota(s, c, b, 'b', 1);
+        c.create(b + "/x", "soft", CreateMode.PERSISTENT);
+        s.check(c.lastError == null, "soft limits are not enforced");
+        stats(s, c, b);
+        // Deleting frees the room; removing a hard limit lifts it.
+        c.delete(a + "/2", -1);
+        c.create(a + "/3", "", CreateMode.PERSISTENT);
+        s.check(c.lastError == null, "a delete makes room");
+        c.create(a + "/4", "", CreateMode.PERSISTENT);
+        delQuota(s, c, a, 'N');
+        c.create(a + "/4", "", CreateMode.PERSISTENT);
+        s.check(c.lastError == null, "delquota -N lifts the count limit");
+        stats(s, c, a);
+        delQuota(s, c, a, null);
+        delQuota(s, c, b, null);
+        c.setData(a + "/1", "no longer limited", -1);
+        s.check(c.lastError == null, "no quota, no limit");
     }
 }
