@@ -203,9 +203,9 @@ impl<S: Store> Replica<S> {
         };
         Replica {
             next_container_check_ms: now.mono_ms + settings.container_check_interval_ms,
+            prep: Prep::with_quota_enforced(settings.enforce_quota),
             settings,
             tree: recovered.tree,
-            prep: Prep::default(),
             sessions,
             session_conn: HashMap::new(),
             watches: WatchManager::default(),
@@ -256,7 +256,7 @@ impl<S: Store> Replica<S> {
     /// Replaces the whole tree (a snapshot from the leader); sessions follow the new tree.
     pub(crate) fn replace_tree(&mut self, tree: DataTree) {
         self.tree = tree;
-        self.prep = Prep::default();
+        self.prep.reset();
         self.last_zxid = self.tree.last_processed_zxid();
         self.reset_session_expiry();
     }
@@ -1191,6 +1191,12 @@ impl<S: Store> Replica<S> {
 
     pub fn session_count(&self) -> usize {
         self.sessions.len()
+    }
+
+    /// Writes refused with QuotaExceeded by this server's prep, by top namespace
+    /// (`quota_exceeded_error_per_namespace`).
+    pub fn quota_exceeded_counts(&self) -> &std::collections::BTreeMap<String, u64> {
+        self.prep.quota_exceeded_counts()
     }
 }
 

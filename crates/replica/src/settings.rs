@@ -7,6 +7,8 @@ pub struct Settings {
     pub max_session_timeout_ms: u32,
     /// `zookeeper.extendedTypesEnabled`: TTL nodes.
     pub extended_types_enabled: bool,
+    /// `zookeeper.enforceQuota`: writes past a quota's hard limit fail with QuotaExceeded.
+    pub enforce_quota: bool,
     /// `DigestAuthenticationProvider.superDigest`.
     pub super_digest: Option<String>,
     /// `znode.container.checkIntervalMs`.
@@ -55,6 +57,7 @@ impl Default for Settings {
             min_session_timeout_ms: 4000,
             max_session_timeout_ms: 40000,
             extended_types_enabled: false,
+            enforce_quota: false,
             super_digest: None,
             container_check_interval_ms: 60_000,
             container_max_per_minute: 10_000,

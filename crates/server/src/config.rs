@@ -108,6 +108,10 @@ pub struct ServerConfig {
     pub four_letter_words: FourLetterWhitelist,
     /// TTL znodes allowed.
     pub extended_types_enabled: bool,
+    /// `enforceQuota` (`zookeeper.enforceQuota`) when zoo.cfg sets it: writes past a quota's
+    /// hard limit fail with QuotaExceeded. Unset, `-Dzookeeper.enforceQuota` in
+    /// `SERVER_JVMFLAGS` decides (see [`enforce_quota`]), else it is off.
+    pub enforce_quota: Option<bool>,
     /// `DigestAuthenticationProvider.superDigest`: `super:base64(sha1(super:password))`.
     pub super_digest: Option<String>,
     pub container_check_interval_ms: u64,
@@ -173,6 +177,7 @@ impl ServerConfig {
             jute_max_buffer: DEFAULT_JUTE_MAX_BUFFER,
             four_letter_words: FourLetterWhitelist::default(),
             extended_types_enabled: false,
+            enforce_quota: None,
             super_digest: None,
             container_check_interval_ms: DEFAULT_CONTAINER_CHECK_INTERVAL_MS,
             container_max_per_minute: DEFAULT_CONTAINER_MAX_PER_MINUTE,
@@ -265,3 +270,14 @@ fn decode(bytes: Vec<u8>) -> String {
 
 #[cfg(test)]
 mod tests;
+
+/// Whether quotas are enforced: zoo.cfg's `enforceQuota` if set (ZooKeeper turns it into the
+/// system property, over any `-D` flag), else `-Dzookeeper.enforceQuota` in the JVM flags
+/// (`SERVER_JVMFLAGS`), read as Java's `Boolean.parseBoolean` does; off by default.
+pub fn enforce_quota(config: &ServerConfig, jvm_flags: Option<&str>) -> bool {
+    config.enforce_quota.unwrap_or_else(|| {
+        jvm_flags
+            .and_then(|flags| ::sasl::jvm_flags::system_property(flags, "zookeeper.enforceQuota"))
+            .is_some_and(|v| v.eq_ignore_ascii_case("true"))
+    })
+}

@@ -243,10 +243,49 @@ fn mntr(core: &Core) -> String {
         lines.push(("zk_open_file_descriptor_count", open.to_string()));
         lines.push(("zk_max_file_descriptor_count", max.to_string()));
     }
-    lines
+    let mut text: String = lines
         .into_iter()
         .map(|(k, v)| format!("{k}\t{v}\n"))
-        .collect()
+        .collect();
+    text.push_str(&quota_metrics(core));
+    text
+}
+
+/// ZooKeeper's per-namespace quota metrics as its default metrics provider prints gauge and
+/// counter sets in `mntr`: `zk_<namespace>_<metric>` (the Prometheus endpoint turns them back
+/// into `<metric>{key="<namespace>"}`).
+fn quota_metrics(core: &Core) -> String {
+    let quotas = core.replica.tree.namespace_quotas();
+    let mut text = String::new();
+    for (metric, values) in [
+        (
+            crate::metrics::prometheus::QUOTA_METRICS[0],
+            &quotas.count_limit,
+        ),
+        (
+            crate::metrics::prometheus::QUOTA_METRICS[1],
+            &quotas.bytes_limit,
+        ),
+        (
+            crate::metrics::prometheus::QUOTA_METRICS[2],
+            &quotas.count_usage,
+        ),
+        (
+            crate::metrics::prometheus::QUOTA_METRICS[3],
+            &quotas.bytes_usage,
+        ),
+    ] {
+        for (namespace, v) in values {
+            text.push_str(&format!("zk_{namespace}_{metric}\t{v}\n"));
+        }
+    }
+    for (namespace, n) in core.replica.quota_exceeded_counts() {
+        text.push_str(&format!(
+            "zk_{namespace}_{}\t{n}\n",
+            crate::metrics::prometheus::QUOTA_METRICS[4]
+        ));
+    }
+    text
 }
 
 /// A leader's learners and proposals, and every member's view of its ensemble, under

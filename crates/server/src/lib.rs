@@ -297,7 +297,7 @@ pub async fn start(config: ServerConfig) -> Result<RunningServer, StartError> {
         wall_ms: core::wall_ms(),
     };
     let replica = replica::Replica::new(
-        replica_settings(&config),
+        replica_settings(&config, jvm_flags.as_deref()),
         persistence,
         recovered,
         load_ms,
@@ -445,13 +445,19 @@ pub async fn start(config: ServerConfig) -> Result<RunningServer, StartError> {
     })
 }
 
-/// What the replica decides with, from zoo.cfg.
-fn replica_settings(config: &ServerConfig) -> replica::Settings {
+/// What the replica decides with, from zoo.cfg (and the system properties of `SERVER_JVMFLAGS`
+/// that ZooKeeper would read).
+fn replica_settings(config: &ServerConfig, jvm_flags: Option<&str>) -> replica::Settings {
+    let enforce_quota = config::enforce_quota(config, jvm_flags);
+    if enforce_quota {
+        tracing::info!("zookeeper.enforceQuota = true, Quota Enforce enables");
+    }
     replica::Settings {
         tick_time_ms: config.tick_time_ms,
         min_session_timeout_ms: config.min_session_timeout_ms,
         max_session_timeout_ms: config.max_session_timeout_ms,
         extended_types_enabled: config.extended_types_enabled,
+        enforce_quota,
         super_digest: config.super_digest.clone(),
         container_check_interval_ms: config.container_check_interval_ms,
         failover_hold_ms: config

@@ -988,3 +988,81 @@ async fn a_leader_hands_over_to_its_successor_on_request() {
         s.shutdown().await;
     }
 }
+
+/// Quotas on an ensemble (`enforceQuota=true`): every member keeps the stats node as it
+/// applies, a write through a follower past a hard limit is refused by the leader's prep, and a
+/// member restarted after more writes than the leader keeps in memory (SNAP) knows the quota
+/// again and keeps counting alike: stats, node count and digest equal on every member.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn quotas_are_kept_alike_on_every_member_and_enforced_through_a_follower() {
+    let mut ensemble = Ensemble::new(3);
+    ensemble.extra = "enforceQuota=true\n".into();
+    let mut servers = ensemble.start_all().await;
+    let leader = leader_of(&ensemble, &[1, 2, 3]).await;
+    let mut followers = (1..=3).filter(|&s| s != leader);
+    let (follower, stopped) = (followers.next().unwrap(), followers.next().unwrap());
+    let mut conn = serving_session(ensemble.address(follower)).await;
+    // As zkCli's `setquota -N 50 /q` writes it.
+    for (path, data) in [
+        ("/q", ""),
+        ("/zookeeper/quota/q", ""),
+        (
+            "/zookeeper/quota/q/zookeeper_limits",
+            "count=-1,bytes=-1=;byteHardLimit=-1;countHardLimit=50",
+        ),
+        ("/zookeeper/quota/q/zookeeper_stats", "count=0,bytes=0"),
+    ] {
+        let reply = conn.call(&create(path, data.as_bytes(), 0)).await;
+        assert_eq!(reply.header.err, 0, "create {path}");
+    }
+    let paths = write_many(&mut conn, "/q/k", 49).await;
+    let mut bytes: usize = paths.iter().map(String::len).sum();
+    let refused = conn.call(&create("/q/over", b"", 0)).await;
+    assert_eq!(
+        refused.header.err,
+        ErrorCode::QuotaExceeded.code(),
+        "the 51st node under /q"
+    );
+    let stats_path = "/zookeeper/quota/q/zookeeper_stats";
+    for sid in 1..=3 {
+        let mut c = serving_session(ensemble.address(sid)).await;
+        assert_eq!(
+            read_after_sync(&mut c, stats_path).await,
+            Ok(format!("count=50,bytes={bytes}").into_bytes()),
+            "stats on member {sid}"
+        );
+    }
+    // A follower misses 1,500 writes (a SNAP when it comes back), some of them under /q.
+    servers[stopped - 1].take().unwrap().shutdown().await;
+    write_many(&mut conn, "/outside-", 1500).await;
+    for path in &paths[..10] {
+        let delete = Request::Delete(proto::PathAndVersion {
+            path: path.clone(),
+            version: -1,
+        });
+        assert_eq!(conn.call(&delete).await.header.err, 0, "delete {path}");
+        bytes -= path.len();
+    }
+    servers[stopped - 1] = Some(ensemble.start(stopped).await);
+    // Through the member that came back: its own writes under /q count on every member.
+    let mut back = serving_session(ensemble.address(stopped)).await;
+    let reply = back.call(&set_data("/q", b"0123456789", -1)).await;
+    assert_eq!(reply.header.err, 0, "setData /q");
+    bytes += 10;
+    let more = write_many(&mut back, "/q/again-", 10).await;
+    bytes += more.iter().map(String::len).sum::<usize>();
+    let refused = back.call(&create("/q/over", b"", 0)).await;
+    assert_eq!(refused.header.err, ErrorCode::QuotaExceeded.code());
+    converged(&ensemble, &[1, 2, 3]).await;
+    for sid in 1..=3 {
+        let mut c = serving_session(ensemble.address(sid)).await;
+        assert_eq!(
+            read_after_sync(&mut c, stats_path).await,
+            Ok(format!("count=50,bytes={bytes}").into_bytes()),
+            "stats on member {sid} after the restart"
+        );
+    }
+    for s in servers.into_iter().flatten() {
+        s.shutdown().await;
+    }
+}

@@ -18,6 +18,8 @@ use proto::{Acl, ErrorCode, Stat, StatPersisted};
 use std::collections::{BTreeSet, HashMap};
 use std::sync::Arc;
 
+mod quota_upkeep;
+
 /// What a transaction did, for the reply.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum TxnOutcome {
@@ -103,6 +105,8 @@ pub struct DataTree {
     digest: NodeDigest,
     /// The ACL cache size at which unused lists are next swept.
     acl_purge_at: usize,
+    /// The paths with a quota (`crate::quota`).
+    quotas: crate::quota::QuotaPaths,
 }
 
 const ACL_PURGE_MIN: usize = 64;
@@ -158,6 +162,7 @@ impl DataTree {
             last_processed_zxid: 0,
             digest: NodeDigest::default(),
             acl_purge_at: ACL_PURGE_MIN,
+            quotas: crate::quota::QuotaPaths::default(),
         }
     }
 
@@ -616,6 +621,7 @@ impl DataTree {
         self.link_child(parent_id, id);
         self.index_kind(node_path, owner);
         let stat = self.node_ref(id).view(&self.nodes).stat();
+        self.quota_on_create(parent_path, node_path, data.map_or(0, <[u8]>::len) as i64);
         let (acl, parent_acl) = (
             self.node_ref(id).acl().clone(),
             self.node_ref(parent_id).acl().clone(),
@@ -692,6 +698,7 @@ impl DataTree {
             }
             NodeKind::Persistent => {}
         }
+        self.quota_on_delete(parent_path, node_path, node.record.data_len() as i64);
         let deleted_acl = node.acl().clone();
         drop(node);
         self.maybe_purge_acls();
@@ -730,6 +737,7 @@ impl DataTree {
         node.record = NodeRecord::new(node.record.name(), data.as_deref(), &stat);
         digest.add(node_path, node.record.data(), &stat);
         self.data_size = self.data_size - old_len + new_len;
+        self.quota_on_set_data(node_path, old_len as i64, new_len as i64);
         triggers.push(Trigger::DataChanged(
             node_path.to_string(),
             self.node_ref(id).acl().clone(),

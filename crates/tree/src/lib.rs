@@ -5,6 +5,8 @@
 //!   state changes, one idempotent transaction at a time.
 //! * [`prep`]: turns write requests into transactions, validating them against the future
 //!   state ([`pending`]) in ZooKeeper's order of checks.
+//! * [`quota`]: ZooKeeper's quotas: the limits and stats nodes under `/zookeeper/quota`, kept
+//!   current as transactions apply, and enforced by prep when `zookeeper.enforceQuota` is on.
 //! * [`acl`]: schemes, permission checks, ACL interning.
 //! * [`node`], [`path`], [`digest`]: a znode, path syntax, the incremental tree digest.
 //! * [`record`], [`children`], [`links`]: a znode's stat, name and data packed in one
@@ -23,6 +25,7 @@ pub mod node;
 pub mod path;
 pub mod pending;
 pub mod prep;
+pub mod quota;
 pub mod record;
 pub mod snapshot;
 

@@ -6,6 +6,7 @@
 
 use crate::acl::AclList;
 use crate::data_tree::DataTree;
+use crate::quota::PendingUsage;
 use proto::StatPersisted;
 use std::collections::{HashMap, VecDeque};
 
@@ -16,6 +17,8 @@ pub struct ChangeRecord {
     pub stat: Option<StatPersisted>,
     pub child_count: i32,
     pub acl: AclList,
+    /// The length of the node's data (for quota checks).
+    pub data_len: i64,
 }
 
 #[derive(Debug, Default)]
@@ -23,6 +26,8 @@ pub struct PendingChanges {
     by_path: HashMap<String, ChangeRecord>,
     /// (zxid, path) in the order the records were added, to drop them once applied.
     order: VecDeque<(i64, String)>,
+    /// The quota usage these changes will add (kept only while quotas are enforced).
+    usage: PendingUsage,
 }
 
 /// Undo log for a multi: the records its ops replaced, to restore if one op fails.
@@ -39,6 +44,7 @@ impl PendingChanges {
             stat: Some(node.stat.clone()),
             child_count: node.children.len() as i32,
             acl: node.acl.clone(),
+            data_len: node.data.map_or(0, <[u8]>::len) as i64,
         })
     }
 
@@ -71,10 +77,21 @@ impl PendingChanges {
         while self.order.back().is_some_and(|(z, _)| *z == zxid) {
             self.order.pop_back();
         }
+        self.usage.rollback(zxid);
+    }
+
+    /// The quota usage pending changes will add, by quota path.
+    pub fn usage(&self) -> &PendingUsage {
+        &self.usage
+    }
+
+    pub fn usage_mut(&mut self) -> &mut PendingUsage {
+        &mut self.usage
     }
 
     /// Drops the records of every transaction up to and including `zxid`.
     pub fn applied(&mut self, zxid: i64) {
+        self.usage.applied(zxid);
         while let Some((z, _)) = self.order.front() {
             if *z > zxid {
                 break;

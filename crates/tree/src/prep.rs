@@ -10,6 +10,7 @@ use crate::data_tree::DataTree;
 use crate::node::{CreateMode, NodeKind, CONTAINER_EPHEMERAL_OWNER, TTL_MAX_MS};
 use crate::path;
 use crate::pending::{ChangeRecord, PendingChanges, Undo};
+use crate::quota;
 use proto::multi::MultiOp;
 use proto::request::Request;
 use proto::txn::*;
@@ -34,11 +35,39 @@ pub struct PrepContext<'a> {
 #[derive(Debug, Default)]
 pub struct Prep {
     pending: PendingChanges,
+    /// `zookeeper.enforceQuota`: refuse writes past a quota's hard limit.
+    enforce_quota: bool,
+    /// QuotaExceeded answers by top namespace (`quota_exceeded_error_per_namespace`).
+    quota_exceeded: std::collections::BTreeMap<String, u64>,
 }
 
 type PrepResult = Result<TxnBody, ErrorCode>;
 
 impl Prep {
+    /// A preparer that enforces quotas' hard limits when `enforce_quota`
+    /// (`zookeeper.enforceQuota`); without it quotas are only counted, as in ZooKeeper.
+    pub fn with_quota_enforced(enforce_quota: bool) -> Prep {
+        Prep {
+            enforce_quota,
+            ..Prep::default()
+        }
+    }
+
+    /// Forgets every pending change (the server stopped leading, or its proposals were
+    /// refused); the settings and the counters stay.
+    pub fn reset(&mut self) {
+        self.pending = PendingChanges::default();
+    }
+
+    pub fn enforces_quota(&self) -> bool {
+        self.enforce_quota
+    }
+
+    /// How many writes were refused with QuotaExceeded, by the top namespace of their path.
+    pub fn quota_exceeded_counts(&self) -> &std::collections::BTreeMap<String, u64> {
+        &self.quota_exceeded
+    }
+
     pub fn pending(&self) -> &PendingChanges {
         &self.pending
     }
@@ -160,6 +189,8 @@ impl Prep {
         ) {
             return Err(ErrorCode::NoChildrenForEphemerals);
         }
+        let data_len = req.data.as_ref().map_or(0, Vec::len) as i64;
+        self.check_quota(tree, ctx.zxid, &node_path, 1, data_len)?;
         let new_cversion = parent_stat.cversion + 1;
         let (body, owner) = create_body(
             op,
@@ -195,7 +226,9 @@ impl Prep {
             stat: Some(stat),
             child_count: 0,
             acl: acl.into(),
+            data_len,
         };
+        self.record_usage(tree, ctx.zxid, &node_path, 1, data_len);
         self.pending.add(&node_path, node, undo);
         Ok(body)
     }
@@ -233,6 +266,7 @@ impl Prep {
         if node.child_count > 0 {
             return Err(ErrorCode::NotEmpty);
         }
+        self.record_usage(tree, ctx.zxid, node_path, -1, -node.data_len);
         self.record_delete(ctx.zxid, parent_path, parent, node_path, undo);
         Ok(TxnBody::Delete(DeleteTxn {
             path: node_path.to_string(),
@@ -258,10 +292,77 @@ impl Prep {
             return Err(ErrorCode::BadVersion);
         }
         let parent = self.record(tree, parent_path)?;
+        self.record_usage(tree, ctx.zxid, node_path, -1, -node.data_len);
         self.record_delete(ctx.zxid, parent_path, parent, node_path, None);
         Ok(TxnBody::DeleteContainer(DeleteTxn {
             path: node_path.to_string(),
         }))
+    }
+
+    /// `ZooKeeperServer.checkQuota`, when quotas are enforced: a write adding `count` nodes
+    /// and `bytes` bytes under the deepest quota at or above `node_path` is refused with
+    /// QuotaExceeded if it would pass a hard limit; passing a soft limit is logged. Usage is
+    /// the stats node's plus the changes already prepared (the future state).
+    fn check_quota(
+        &mut self,
+        tree: &DataTree,
+        zxid: i64,
+        node_path: &str,
+        count: i64,
+        bytes: i64,
+    ) -> Result<(), ErrorCode> {
+        if !self.enforce_quota {
+            return Ok(());
+        }
+        let Some(prefix) = tree.quota_paths().deepest_above(node_path) else {
+            return Ok(());
+        };
+        let read = |p: String| {
+            tree.get(&p)
+                .and_then(|n| quota::StatsTrack::parse(n.data.unwrap_or_default()))
+        };
+        // A missing or unreadable limits or stats node checks nothing, as in ZooKeeper.
+        let (Some(limits), Some(mut usage)) = (
+            read(quota::limit_path(&prefix)),
+            read(quota::stat_path(&prefix)),
+        ) else {
+            return Ok(());
+        };
+        let (pending_count, pending_bytes) = self.pending.usage().total(&prefix);
+        usage.add(pending_count, pending_bytes);
+        match quota::check(&prefix, &limits, &usage, count, bytes) {
+            quota::QuotaCheck::Within => Ok(()),
+            quota::QuotaCheck::SoftExceeded(message) => {
+                tracing::warn!(zxid, "{message}");
+                Ok(())
+            }
+            quota::QuotaCheck::HardExceeded { message, .. } => {
+                tracing::warn!(zxid, "{message}");
+                let namespace = quota::top_namespace(node_path).unwrap_or_default();
+                *self
+                    .quota_exceeded
+                    .entry(namespace.to_string())
+                    .or_default() += 1;
+                Err(ErrorCode::QuotaExceeded)
+            }
+        }
+    }
+
+    /// Notes the usage a prepared write adds under its quota, for the next checks.
+    fn record_usage(
+        &mut self,
+        tree: &DataTree,
+        zxid: i64,
+        node_path: &str,
+        count: i64,
+        bytes: i64,
+    ) {
+        if !self.enforce_quota {
+            return;
+        }
+        if let Some(prefix) = tree.quota_paths().deepest_above(node_path) {
+            self.pending.usage_mut().add(zxid, &prefix, count, bytes);
+        }
     }
 
     fn record_delete(
@@ -288,6 +389,7 @@ impl Prep {
                 stat: None,
                 child_count: 0,
                 acl,
+                data_len: 0,
             },
             undo,
         );
@@ -303,12 +405,16 @@ impl Prep {
         path::validate_path(&req.path).map_err(|_| ErrorCode::BadArguments)?;
         let mut node = self.record(tree, &req.path)?;
         check_acl(&node.acl, perms::WRITE, ctx.auth_ids)?;
+        let data_len = req.data.as_ref().map_or(0, Vec::len) as i64;
+        self.check_quota(tree, ctx.zxid, &req.path, 0, data_len - node.data_len)?;
         let stat = node.stat.as_mut().ok_or(ErrorCode::NoNode)?;
         let version = check_version(stat.version, req.version)?;
         stat.version = version;
         stat.mtime = ctx.time_ms;
         stat.mzxid = ctx.zxid;
         node.zxid = ctx.zxid;
+        self.record_usage(tree, ctx.zxid, &req.path, 0, data_len - node.data_len);
+        node.data_len = data_len;
         self.pending.add(&req.path, node, undo);
         Ok(TxnBody::SetData(SetDataTxn {
             path: req.path.clone(),
@@ -412,6 +518,8 @@ impl Prep {
         }
         for p in &paths {
             let parent_path = path::parent_of(p);
+            let data_len = self.pending.lookup(tree, p).map_or(0, |r| r.data_len);
+            self.record_usage(tree, ctx.zxid, p, -1, -data_len);
             if let Some(parent) = self.pending.lookup(tree, parent_path) {
                 self.record_delete(ctx.zxid, parent_path, parent, p, None);
             }

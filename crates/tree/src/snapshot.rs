@@ -227,6 +227,7 @@ impl TreeLoader {
                 found,
             });
         }
+        self.tree.rebuild_quota_paths();
         Ok(self.tree)
     }
 }

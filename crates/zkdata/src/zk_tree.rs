@@ -42,7 +42,7 @@ pub struct ZkTree {
     digest: i64,
     pub last_processed_zxid: i64,
     /// Paths with a quota (ZooKeeper's `pTrie`).
-    quota_paths: BTreeSet<String>,
+    quota_paths: quota::QuotaPaths,
 }
 
 const ROOT: NodeId = 0;
@@ -238,8 +238,7 @@ impl ZkTree {
         }
         if parent_path.starts_with(quota::QUOTA_ROOT) {
             if name == quota::LIMIT_NODE {
-                self.quota_paths
-                    .insert(quota::trim_quota_path(parent_path).to_string());
+                self.quota_paths.add(quota::trim_quota_path(parent_path));
             }
             if name == quota::STAT_NODE {
                 self.update_quota_for_path(quota::trim_quota_path(parent_path));
@@ -328,7 +327,7 @@ impl ZkTree {
         }
         for real in limits {
             self.update_quota_for_path(&real);
-            self.quota_paths.insert(real);
+            self.quota_paths.add(&real);
         }
     }
 
@@ -353,7 +352,7 @@ impl ZkTree {
         if self.quota_paths.is_empty() {
             return;
         }
-        let Some(prefix) = self.max_quota_prefix(path) else {
+        let Some(prefix) = self.quota_paths.deepest_above(path) else {
             return;
         };
         let Some(id) = self.find(&quota::stat_path(&prefix)) else {
@@ -366,21 +365,6 @@ impl ZkTree {
             stats.add(count, bytes);
             self.set_quota_stats(&prefix, stats);
         }
-    }
-
-    /// The deepest quota path that is `path` or above it (`getMaxPrefixWithQuota`).
-    fn max_quota_prefix(&self, path: &str) -> Option<String> {
-        let components: Vec<&str> = path.split('/').filter(|c| !c.is_empty()).collect();
-        let mut deepest = None;
-        let mut prefix = String::new();
-        for c in components {
-            prefix.push('/');
-            prefix.push_str(c);
-            if self.quota_paths.contains(&prefix) {
-                deepest = Some(prefix.clone());
-            }
-        }
-        deepest
     }
 
     /// Writes a stats node's text; under `/zookeeper/` nothing counts in the digest, and

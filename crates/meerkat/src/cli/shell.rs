@@ -3,6 +3,8 @@
 //! Output goes to two shared sinks, so watch events printed by background tasks as they arrive
 //! interleave with command output as in zkCli, and so tests can capture both.
 
+mod quota;
+
 use super::format;
 use super::words::{self, Parsed};
 use client::{acl, AddWatchMode, Client, ClientConfig, CreateMode, Error, WatcherType};
@@ -24,18 +26,21 @@ pub const COMMANDS: &[(&str, &str)] = &[
     ("create", "[-s] [-e] [-c] [-t ttl] path [data] [acl]"),
     ("delete", "[-v version] path"),
     ("deleteall", "path [-b batch size]"),
+    ("delquota", "[-n|-b|-N|-B] path"),
     ("get", "[-s] [-w] path"),
     ("getAcl", "[-s] path"),
     ("getAllChildrenNumber", "path"),
     ("getEphemerals", "path"),
     ("help", ""),
     ("history", ""),
+    ("listquota", "path"),
     ("ls", "[-s] [-w] [-R] path"),
     ("quit", ""),
     ("reconfig", "[-s] [-v version] [[-file path] | [-members serverID=host:port1:port2;port3[,...]*]] | [-add serverId=host:port1:port2;port3[,...]]* [-remove serverId[,...]*]"),
     ("removewatches", "path [-c|-d|-a|-p|-r]"),
     ("set", "[-s] [-v version] path data"),
     ("setAcl", "[-s] [-v version] [-R] path acl"),
+    ("setquota", "-n|-b|-N|-B val path"),
     ("stat", "[-w] path"),
     ("sync", "path"),
     ("whoami", ""),
@@ -294,6 +299,8 @@ impl Shell {
             "getAcl" => ("s", ""),
             "config" => ("cws", ""),
             "setAcl" => ("sR", "v"),
+            "setquota" => ("", "nbNB"),
+            "delquota" => ("nbNB", ""),
             _ => ("", ""),
         };
         let parsed = words::parse(words, flags, valued).map_err(Failure::Usage)?;
@@ -473,6 +480,9 @@ impl Shell {
                 self.println(&format::java_list(&list));
                 Ok(())
             }
+            "setquota" => self.setquota(zk, &parsed, &usage),
+            "listquota" => self.listquota(zk, &parsed, &usage),
+            "delquota" => self.delquota(zk, &parsed, &usage),
             _ => Err(Failure::Usage(usage)),
         }
     }

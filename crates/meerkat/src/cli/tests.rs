@@ -42,6 +42,11 @@ fn fresh_data_dir() -> std::path::PathBuf {
 
 impl Fixture {
     pub(super) fn new() -> Fixture {
+        Fixture::configured(|_| {})
+    }
+
+    /// As [`Fixture::new`], with `configure` applied to the server's configuration.
+    pub(super) fn configured(configure: impl FnOnce(&mut server::config::ServerConfig)) -> Fixture {
         let server_runtime = tokio::runtime::Builder::new_multi_thread()
             .worker_threads(1)
             .enable_all()
@@ -55,6 +60,7 @@ impl Fixture {
         config.data_dir = data_dir.clone();
         config.data_log_dir = data_dir.clone();
         config.pre_alloc_size_kb = 1024;
+        configure(&mut config);
         let server = server_runtime.block_on(server::start(config)).unwrap();
         let out = Arc::new(Mutex::new(Vec::new()));
         let err = Arc::new(Mutex::new(Vec::new()));
@@ -288,4 +294,53 @@ fn usage_errors_closed_sessions_and_quit() {
     assert!(f.shell.prompt().contains("(CONNECTED)"));
     assert_eq!(f.run("ls /zookeeper").0, EXIT_OK);
     assert_eq!(f.shell.execute_line("quit"), Outcome::Quit);
+}
+
+/// The quota commands against meerkat with `enforceQuota=true`: the server's stats in
+/// `listquota`, a create past the hard limit refused with zkCli's message, the limit lifted.
+#[test]
+fn quotas_like_zkcli_with_enforcement() {
+    let mut f = Fixture::configured(|c| c.enforce_quota = Some(true));
+    f.run("create /app hello");
+    f.run("create /app/a 12");
+    assert_eq!(
+        f.run("setquota -N 3 /app"),
+        (EXIT_OK, String::new(), String::new())
+    );
+    let absolute = "absolute path is /zookeeper/quota/app/zookeeper_limits\n";
+    assert_eq!(
+        f.run("listquota /app"),
+        (
+            EXIT_OK,
+            "Output quota for /app count=-1,bytes=-1=;byteHardLimit=-1;countHardLimit=3\n\
+             Output stat for /app count=2,bytes=7\n"
+                .into(),
+            absolute.into()
+        )
+    );
+    assert_eq!(f.run("create /app/b").0, EXIT_OK);
+    assert_eq!(
+        f.run("create /app/c"),
+        (
+            EXIT_FAILED,
+            String::new(),
+            "Quota has exceeded : /app/c\n".into()
+        )
+    );
+    assert!(f
+        .run("listquota /app")
+        .1
+        .ends_with("Output stat for /app count=3,bytes=7\n"));
+    assert_eq!(f.run("delquota -N /app").0, EXIT_OK);
+    assert_eq!(f.run("create /app/c").0, EXIT_OK);
+    assert_eq!(f.run("delquota /app").0, EXIT_OK);
+    assert_eq!(
+        f.run("listquota /app"),
+        (
+            EXIT_OK,
+            String::new(),
+            format!("{absolute}quota for /app does not exist.\n")
+        )
+    );
+    assert_eq!(f.run("ls /zookeeper/quota").1, "[]\n");
 }

@@ -47,6 +47,14 @@ impl Parsed {
         self.flags.contains(&flag)
     }
 
+    /// Every option given, switches first, then those with values.
+    pub fn given(&self) -> impl Iterator<Item = char> + '_ {
+        self.flags
+            .iter()
+            .copied()
+            .chain(self.values.iter().map(|(f, _)| *f))
+    }
+
     pub fn value(&self, flag: char) -> Option<&str> {
         self.values
             .iter()

@@ -408,12 +408,12 @@ impl<S: Store> Replica<S> {
             // a restart; owners are learned again as clients reconnect.
             ensemble.owners.clear();
             ensemble.backlog.clear();
-            self.prep = tree::Prep::default();
+            self.prep.reset();
             self.reset_session_expiry();
             self.queue_initial_config();
         }
         if before == Role::Leading && role != Role::Leading {
-            self.prep = tree::Prep::default();
+            self.prep.reset();
         }
         let lost = matches!(before, Role::Leading | Role::Following | Role::Observing);
         if role == Role::Looking && lost && self.store.is_diskless() {

@@ -510,7 +510,7 @@ impl<S: Store> Replica<S> {
         if let Err(e) = ensemble.zab.propose(now_ms, txn, None) {
             // next_zxid said yes, so Zab disagreeing means this server is no longer leading.
             tracing::warn!(error = %e, "proposal refused");
-            self.prep = tree::Prep::default();
+            self.prep.reset();
         }
         self.run_zab();
     }

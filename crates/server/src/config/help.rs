@@ -45,6 +45,8 @@ jute.maxbuffer=BYTES           * 1048575        largest request, response or zno
 4lw.commands.whitelist=LIST    * srvr           four-letter words answered: comma or space separated, * = all;
                                                 srvr is always on; names are case-sensitive
 extendedTypesEnabled=BOOL      * false          allow TTL znodes
+enforceQuota=BOOL              * false          creates and setData past a quota's hard limit (setquota -N/-B) fail with
+                                                QuotaExceeded; also -Dzookeeper.enforceQuota=true in SERVER_JVMFLAGS
 DigestAuthenticationProvider.superDigest=USER:DIGEST
                                * (unset)        the super user (digest auth) who bypasses ACLs
 znode.container.checkIntervalMs=MS

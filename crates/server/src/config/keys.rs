@@ -26,6 +26,7 @@ pub(super) enum Setting {
     JuteMaxBuffer,
     Whitelist,
     ExtendedTypes,
+    EnforceQuota,
     SuperDigest,
     ContainerCheckInterval,
     ContainerMaxPerMinute,
@@ -80,6 +81,7 @@ pub(super) const SETTINGS: &[SettingKey] = &[
     key("jute.maxbuffer", Setting::JuteMaxBuffer, true),
     key("4lw.commands.whitelist", Setting::Whitelist, true),
     key("extendedTypesEnabled", Setting::ExtendedTypes, true),
+    key("enforceQuota", Setting::EnforceQuota, true),
     key(
         "DigestAuthenticationProvider.superDigest",
         Setting::SuperDigest,
@@ -206,7 +208,6 @@ pub(super) const IGNORED: &[IgnoredKey] = &[
     ignored("flushDelay", Check::Any, None),
     ignored("maxWriteQueuePollTime", Check::Any, None),
     ignored("maxBatchSize", Check::Any, None),
-    ignored("enforceQuota", Check::Any, None),
     ignored("requestThrottleLimit", Check::Any, Some("0")),
     ignored("requestThrottleStallTime", Check::Any, None),
     ignored("requestThrottleDropStale", Check::Any, None),

@@ -443,6 +443,7 @@ fn assign(config: &mut ServerConfig, setting: Setting, value: &str) -> Result<()
         S::JuteMaxBuffer => config.jute_max_buffer = values::positive_int(value)?,
         S::Whitelist => config.four_letter_words = FourLetterWhitelist::parse(value),
         S::ExtendedTypes => config.extended_types_enabled = values::java_bool(value)?,
+        S::EnforceQuota => config.enforce_quota = Some(values::java_bool(value)?),
         S::SuperDigest => config.super_digest = Some(values::super_digest(value)?),
         S::ContainerCheckInterval => {
             config.container_check_interval_ms = u64::from(values::positive_int(value)?);

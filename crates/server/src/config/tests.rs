@@ -1088,3 +1088,24 @@ fn both_client_ports_and_unknown_tls_tuning() {
         .collect();
     assert_eq!(unsupported, vec!["ssl.crl"]);
 }
+
+/// `enforceQuota` in zoo.cfg (either spelling) decides; without it `-Dzookeeper.enforceQuota`
+/// in the JVM flags does, read as Java's `Boolean.parseBoolean`; the default is off.
+#[test]
+fn enforce_quota_from_zoo_cfg_or_jvm_flags() {
+    let plain = parse("dataDir=/d\n");
+    assert_eq!(plain.enforce_quota, None);
+    assert!(!enforce_quota(&plain, None));
+    assert!(enforce_quota(
+        &plain,
+        Some("-Xmx1g -Dzookeeper.enforceQuota=TRUE")
+    ));
+    assert!(!enforce_quota(&plain, Some("-Dzookeeper.enforceQuota=yes")));
+    let on = parse("dataDir=/d\nenforceQuota=true\n");
+    assert_eq!(on.enforce_quota, Some(true));
+    let off = parse("dataDir=/d\nzookeeper.enforceQuota=false\n");
+    assert!(!enforce_quota(&off, Some("-Dzookeeper.enforceQuota=true")));
+    assert!(on.warnings.is_empty(), "{:?}", on.warnings);
+    let err = parse_err(&with_data_dir("enforceQuota=maybe\n"));
+    assert!(err.to_string().contains("enforceQuota"), "{err}");
+}

@@ -33,6 +33,33 @@ const COUNTERS: &[&str] = &[
     "unsuccessful_handshake",
 ];
 
+/// ZooKeeper's quota metrics (`QuotaMetricsUtils`): four gauge sets, then a counter set, one
+/// value per top namespace. `mntr` prints them as `zk_<namespace>_<metric>` (as ZooKeeper's
+/// default provider does); here each is a family with a `key` label, as ZooKeeper's
+/// Prometheus provider writes them, its `# TYPE` line there even while no quota exists.
+pub const QUOTA_METRICS: [&str; 5] = [
+    "quota_count_limit_per_namespace",
+    "quota_bytes_limit_per_namespace",
+    "quota_count_usage_per_namespace",
+    "quota_bytes_usage_per_namespace",
+    "quota_exceeded_error_per_namespace",
+];
+
+/// The quota metric and namespace of an `mntr` key (without `zk_`).
+fn quota_metric(key: &str) -> Option<(usize, &str)> {
+    QUOTA_METRICS.iter().enumerate().find_map(|(i, metric)| {
+        let namespace = key.strip_suffix(metric)?.strip_suffix('_')?;
+        (!namespace.is_empty()).then_some((i, namespace))
+    })
+}
+
+/// A label value as the Prometheus text format escapes it.
+fn label_value(v: &str) -> String {
+    v.replace('\\', "\\\\")
+        .replace('"', "\\\"")
+        .replace('\n', "\\n")
+}
+
 /// Text lines of `mntr` that are not numbers (version, state, durability mode).
 fn number(value: &str) -> Option<f64> {
     value.trim().parse::<f64>().ok()
@@ -93,9 +120,14 @@ pub fn render(mntr: &str) -> String {
             })
             || ONE_OBSERVATION_SUMMARIES.contains(&key)
     };
+    let mut quotas: [Vec<(&str, f64)>; 5] = Default::default();
     for (key, value) in &values {
         let Some(v) = number(value) else { continue };
         if summarised(key) {
+            continue;
+        }
+        if let Some((i, namespace)) = quota_metric(key) {
+            quotas[i].push((namespace, v));
             continue;
         }
         let kind = if COUNTERS.contains(key) {
@@ -105,6 +137,14 @@ pub fn render(mntr: &str) -> String {
         };
         header(&mut out, key, kind);
         let _ = writeln!(out, "{key} {}", java_double(v));
+    }
+    for (i, samples) in quotas.iter().enumerate() {
+        let name = QUOTA_METRICS[i];
+        header(&mut out, name, if i == 4 { "counter" } else { "gauge" });
+        for (namespace, v) in samples {
+            let namespace = label_value(namespace);
+            let _ = writeln!(out, "{name}{{key=\"{namespace}\",}} {}", java_double(*v));
+        }
     }
     out
 }
@@ -142,6 +182,28 @@ mod tests {
                 && !text.contains("version")
                 && !text.contains("server_state")
         );
+    }
+
+    #[test]
+    fn quota_metrics_are_families_labelled_by_namespace() {
+        let mntr = "zk_znode_count\t5\nzk_app_quota_count_limit_per_namespace\t10\n\
+                    zk_my_app_quota_count_limit_per_namespace\t-1\n\
+                    zk_app_quota_bytes_usage_per_namespace\t42\n\
+                    zk_a\"b_quota_exceeded_error_per_namespace\t2\n";
+        let text = render(mntr);
+        assert!(text.contains(
+            "# TYPE quota_count_limit_per_namespace gauge\n\
+             quota_count_limit_per_namespace{key=\"app\",} 10.0\n\
+             quota_count_limit_per_namespace{key=\"my_app\",} -1.0\n"
+        ));
+        assert!(text.contains("quota_bytes_usage_per_namespace{key=\"app\",} 42.0\n"));
+        assert!(text.contains(
+            "# TYPE quota_exceeded_error_per_namespace counter\n\
+             quota_exceeded_error_per_namespace{key=\"a\\\"b\",} 2.0\n"
+        ));
+        // The families are there before any quota, as ZooKeeper registers them at start.
+        assert!(text.contains("# TYPE quota_bytes_limit_per_namespace gauge\n"));
+        assert!(!text.contains("app_quota"));
     }
 
     #[test]

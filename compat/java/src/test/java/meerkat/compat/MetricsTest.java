@@ -81,6 +81,46 @@ class MetricsTest {
         throw new IllegalStateException(name + " not in the exposition");
     }
 
+    /**
+     * ZooKeeper's quota gauge sets (QuotaMetricsUtils): limits and usage summed by the top
+     * namespace, with the label {@code key}; quotas set with zkCli's own code.
+     */
+    @Test
+    void quotaGauges() {
+        Differential.run(pair, "quotaGauges", s -> {
+            Session c = s.connect("c");
+            c.create(s.root(), "", CreateMode.PERSISTENT);
+            c.create(s.p("a"), "abc", CreateMode.PERSISTENT);
+            c.create(s.p("b"), "", CreateMode.PERSISTENT);
+            org.apache.zookeeper.StatsTrack hard = new org.apache.zookeeper.StatsTrack();
+            hard.setCountHardLimit(5);
+            org.apache.zookeeper.StatsTrack soft = new org.apache.zookeeper.StatsTrack();
+            soft.setCount(-1);
+            soft.setBytes(100L);
+            org.apache.zookeeper.cli.SetQuotaCommand.createQuota(c.zk, s.p("a"), hard);
+            org.apache.zookeeper.cli.SetQuotaCommand.createQuota(c.zk, s.p("b"), soft);
+            c.create(s.p("a/x"), "12345", CreateMode.PERSISTENT);
+            String own = get(s.server, "/metrics");
+            // Sorted: the order of metric families is the registry's hash order in ZooKeeper.
+            List<String> samples = new java.util.ArrayList<>();
+            for (String line : own.split("\n")) {
+                if (line.startsWith("quota_") && line.contains("key=\"" + s.name + "\"")) {
+                    samples.add(line);
+                }
+            }
+            samples.sort(null);
+            samples.forEach(s.t::add);
+            Map<String, String> mine = types(own);
+            for (String name : List.of("quota_count_limit_per_namespace", "quota_bytes_limit_per_namespace",
+                    "quota_count_usage_per_namespace", "quota_bytes_usage_per_namespace",
+                    "quota_exceeded_error_per_namespace")) {
+                s.t.add(name + " TYPE " + mine.get(name));
+            }
+            org.apache.zookeeper.cli.DelQuotaCommand.delQuota(c.zk, s.p("a"), null);
+            org.apache.zookeeper.cli.DelQuotaCommand.delQuota(c.zk, s.p("b"), null);
+        });
+    }
+
     @Test
     void prometheusEndpoint() {
         Differential.run(pair, "prometheusEndpoint", s -> {
