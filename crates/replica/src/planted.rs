@@ -27,10 +27,14 @@ pub enum HostBug {
     /// Work queued while a hand-over was under way is drained only by a commit: when the
     /// hand-over is abandoned and no commit comes, the leader stalls (sim seed 9036872).
     StallAfterAbandonedHandOver,
+    /// A member a reconfiguration leaves out holds its clients as if it had lost its leader,
+    /// and when a later configuration takes it back sends their forwarded writes again,
+    /// though its leader never lost them: they run twice (sim seed 34943 with --reconfig).
+    HoldWhenExcluded,
 }
 
 impl HostBug {
-    pub const ALL: [HostBug; 8] = [
+    pub const ALL: [HostBug; 9] = [
         HostBug::DropWhenBacklogFull,
         HostBug::ReplyBeforeEvent,
         HostBug::LearnerExpiresSessions,
@@ -39,6 +43,7 @@ impl HostBug {
         HostBug::ResendLogged,
         HostBug::KeepWorkOfLostMembers,
         HostBug::StallAfterAbandonedHandOver,
+        HostBug::HoldWhenExcluded,
     ];
 
     pub fn name(self) -> &'static str {
@@ -51,6 +56,7 @@ impl HostBug {
             HostBug::ResendLogged => "resend-logged",
             HostBug::KeepWorkOfLostMembers => "keep-work-of-lost-members",
             HostBug::StallAfterAbandonedHandOver => "stall-after-abandoned-hand-over",
+            HostBug::HoldWhenExcluded => "hold-when-excluded",
         }
     }
 

@@ -86,9 +86,12 @@ fn seeds_that_found_bugs_stay_clean() {
     // work in the leader's backlog that no commit came to drain; the leader stalled.
     // 106 (durable, every sync by SNAP): a learner dropped its log at SNAP before the stream
     // after it was durable and lost acknowledged writes in a crash.
-    for (seed, diskless) in [(9_036_872, false), (106, false)] {
+    // 34943 (durable, every run reconfiguring): a member a reconfiguration left out held its
+    // clients as if it had lost its leader and, taken back, sent their writes again: twice.
+    for (seed, diskless) in [(9_036_872, false), (106, false), (34_943, false)] {
         let mut options = ClusterOptions::from_seed(seed, None, diskless);
         options.node.force_snapshot_sync |= seed == 106;
+        options.node.reconfig |= seed == 34_943;
         let report = run_cluster(options);
         assert!(
             report.failures.is_empty(),
@@ -150,4 +153,19 @@ fn committing_with_the_old_quorum_alone_is_caught() {
         report.failures.iter().any(|f| f.contains("durability"))
     });
     assert!(caught, "commit-with-old-quorum was not caught in 50 seeds");
+}
+
+/// The planted twin of what seed 34943 found: caught at that seed.
+#[cfg(feature = "planted-bugs")]
+#[test]
+fn holding_the_clients_of_an_excluded_member_is_caught_at_its_seed() {
+    let mut options = ClusterOptions::from_seed(34_943, None, false);
+    options.node.reconfig = true;
+    options.node.bug = Some("hold-when-excluded".into());
+    let report = run_cluster(options);
+    assert!(
+        report.failures.iter().any(|f| f.contains("more than once")),
+        "not caught: {:?}",
+        report.failures
+    );
 }

@@ -190,6 +190,17 @@ impl Zab {
         in_step && self.config.is_member(self.config.my_id)
     }
 
+    /// In step with an established leader (leading it, or a learner past UPTODATE) but outside
+    /// the configuration: such a server serves no clients (`activation.rs`).
+    pub fn is_excluded(&self) -> bool {
+        let in_step = match &self.role {
+            RoleState::Leading(l) => l.established_at.is_some(),
+            RoleState::Learning(l) => l.serving(),
+            _ => false,
+        };
+        in_step && !self.config.is_member(self.config.my_id)
+    }
+
     /// The leader we follow (or ourselves when leading), once known.
     pub fn leader(&self) -> Option<Sid> {
         match &self.role {

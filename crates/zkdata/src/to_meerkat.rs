@@ -14,7 +14,10 @@ use tree::{DataTree, TreeLoader};
 /// Builds meerkat's tree, consuming the restored ZooKeeper tree (each node is freed once
 /// copied, which keeps the peak memory near one tree). `/zookeeper/config`, which 3.4
 /// snapshots lack and meerkat always has, is added when missing (with ZooKeeper's read-only
-/// ACL and aversion −1).
+/// ACL and aversion −1); one ZooKeeper filled is emptied: the configuration is the
+/// ensemble's own, not data. ZooKeeper rewrites the node from its configuration files at every
+/// start; meerkat's first leader writes its zoo.cfg members there, and a member whose node is
+/// filled takes its members from it, so ZooKeeper's old addresses must not come along.
 pub fn to_meerkat(restored: &mut Restored, progress: Progress<'_>) -> Result<DataTree> {
     let zk = std::mem::take(&mut restored.tree);
     let total = zk.node_count() as u64;
@@ -90,7 +93,12 @@ pub fn to_meerkat(restored: &mut Restored, progress: Progress<'_>) -> Result<Dat
                 return;
             }
         }
-        if let Err(e) = add(&mut loader, &mut acls, path, &node, None) {
+        let added = if path == "/zookeeper/config" {
+            add(&mut loader, &mut acls, path, &config, Some(&read_only))
+        } else {
+            add(&mut loader, &mut acls, path, &node, None)
+        };
+        if let Err(e) = added {
             failure = Some(e);
         }
         done += 1;

@@ -438,6 +438,17 @@ impl<S: Store> Replica<S> {
         }
     }
 
+    fn hold_when_excluded_planted(&self) -> bool {
+        #[cfg(feature = "planted-bugs")]
+        if self
+            .settings
+            .bug(crate::planted::HostBug::HoldWhenExcluded)
+        {
+            return true;
+        }
+        false
+    }
+
     /// Opens or closes the doors to clients when Zab starts or stops serving.
     fn update_serving(&mut self) {
         let now_ms = self.now_ms();
@@ -475,6 +486,8 @@ impl<S: Store> Replica<S> {
                 "serving clients"
             );
             self.end_hold();
+        } else if ensemble.zab.is_excluded() && !self.hold_when_excluded_planted() {
+            self.exclude_clients(now_ms);
         } else {
             self.start_hold(now_ms);
         }

@@ -67,6 +67,29 @@ impl<S: Store> Replica<S> {
         );
     }
 
+    /// A reconfiguration left this server out while it stays in step with its leader: no
+    /// failover to wait for, so its clients are let go at once (to the members their connect
+    /// strings name) and new ones are refused until it is a member again. What they had
+    /// forwarded is already with the leader, which still answers it here or not at all; none
+    /// of it is ever sent again, so nothing runs twice.
+    pub(crate) fn exclude_clients(&mut self, now_ms: u64) {
+        let connections = self.conns.len();
+        let Some(ensemble) = self.ensemble() else {
+            return;
+        };
+        ensemble.not_serving_since = Some(now_ms);
+        tracing::warn!(
+            connections,
+            version = %ensemble.zab.config().version,
+            "not a member of the configuration: closing client connections; new ones are \
+             refused until a reconfiguration adds this server again"
+        );
+        self.close_held_connections();
+        if let Some(ensemble) = self.ensemble() {
+            ensemble.released = true;
+        }
+    }
+
     /// Called every tick while not serving: past the bound, the held connections are closed.
     pub(crate) fn check_hold_bound(&mut self) {
         let now_ms = self.now_ms();

@@ -28,6 +28,9 @@ failoverHoldMs=MS                tickTime       how long a member without a lead
                                                 and requests before closing them; 0 = close at once (ZooKeeper's way)
 server.N=HOST:QUORUM_PORT:ELECTION_PORT[:participant|observer][;[HOST:]CLIENT_PORT]
                                  (none)         ensemble member N (N is in that server's dataDir/myid)
+dynamicConfigFile=PATH           (none)         a file holding the server.N lines (ZooKeeper 3.5+'s zoo.cfg.dynamic.*)
+reconfigEnabled=true|false       false          clients (the super user) may change the membership with reconfig
+standaloneEnabled=true|false     true           a reconfiguration must leave at least two voters
 autopurge.snapRetainCount=N      3              snapshots kept by the purge task; at least 3
 autopurge.purgeInterval=HOURS    0              hours between purges; 0 = never purge
 snapCount=N                    * 100000         transactions between snapshots, randomised per server in [N/2+1, N]
@@ -104,10 +107,8 @@ admin.needClientAuth=BOOL      * false          HTTPS clients need a certificate
 
 OTHER ZOOKEEPER KEYS
 Other ZooKeeper 3.9 keys (quorum.auth.*, kerberos.*, ssl.quorum.context.*,
-standaloneEnabled, reconfigEnabled, skipACL,
-...) are accepted and ignored with a warning; no warning when the value is what
-meerkat does anyway (e.g. standaloneEnabled=true, electionAlg=3). Their values
+skipACL, ...) are accepted and ignored with a warning; no warning when the value is what
+meerkat does anyway (e.g. electionAlg=3). Their values
 are still checked where ZooKeeper checks them (booleans, integers, electionAlg,
-peerType). dynamicConfigFile and group.x/weight.x (hierarchical quorums) are
-refused. Unknown keys produce a warning naming the key and line.
+peerType). group.x/weight.x (hierarchical quorums) are refused. Unknown keys produce a warning naming the key and line.
 ";

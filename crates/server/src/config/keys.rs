@@ -302,10 +302,7 @@ pub(super) const IGNORED_PREFIXES: &[&str] = &[
 
 /// Keys refused outright, with the reason. Ignoring them would run a different ensemble from
 /// the one the file describes (no servers, or majority instead of hierarchical quorums).
-pub(super) const REFUSED: &[(&str, &str)] = &[(
-    "dynamicConfigFile",
-    "dynamic configuration files are not supported; put the server.N lines in this file",
-)];
+pub(super) const REFUSED: &[(&str, &str)] = &[];
 
 /// Prefixes refused outright: hierarchical quorums.
 pub(super) const REFUSED_PREFIXES: &[(&str, &str)] = &[
@@ -417,7 +414,7 @@ mod tests {
 
     #[test]
     fn refused_keys() {
-        assert!(refusal_for("dynamicConfigFile").is_some());
+        assert!(refusal_for("dynamicConfigFile").is_none());
         assert!(refusal_for("group.1").is_some());
         assert!(refusal_for("weight.2").is_some());
         assert!(refusal_for("groupie").is_none());

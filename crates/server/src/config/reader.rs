@@ -66,6 +66,8 @@ impl<'a> Reader<'a> {
         let key = entry.key.as_str();
         if let Some(id) = key.strip_prefix("server.") {
             self.read_server(id, &entry)?;
+        } else if key == "dynamicConfigFile" {
+            self.read_dynamic_config_file(&entry)?;
         } else if let Some(known) = keys::setting_for(key) {
             self.note_duplicate(known.name, &entry);
             self.read_setting(known.setting, &entry)?;
@@ -82,6 +84,48 @@ impl<'a> Reader<'a> {
             self.warn(entry.line, key, WarningKind::UnknownKey { suggestion });
         }
         self.config.entries.push((entry.key, entry.value));
+        Ok(())
+    }
+
+    /// ZooKeeper 3.5+'s `dynamicConfigFile`: the `server.N` lines live in that file (written
+    /// by ZooKeeper as `zoo.cfg.dynamic.<version>`). They are read as if they were here;
+    /// after a reconfiguration meerkat takes its members from `/zookeeper/config` instead.
+    fn read_dynamic_config_file(&mut self, entry: &RawEntry) -> Result<(), ConfigError> {
+        let path = entry.value.trim();
+        let origin = self.origin;
+        let rejected = |message: String| ConfigError::Rejected {
+            origin: origin.to_string(),
+            line: entry.line,
+            key: entry.key.clone(),
+            message,
+        };
+        let text = std::fs::read_to_string(path)
+            .map_err(|e| rejected(format!("dynamicConfigFile {path}: {e}")))?;
+        let entries = super::properties::read_entries(&text)
+            .map_err(|e| rejected(format!("dynamicConfigFile {path}: {e:?}")))?;
+        for dynamic in entries {
+            match dynamic.key.strip_prefix("server.") {
+                Some(id) => {
+                    let located = RawEntry {
+                        line: entry.line,
+                        ..dynamic.clone()
+                    };
+                    self.read_server(id, &located)?;
+                }
+                // ZooKeeper refuses a version inside the file (it is in the file's name).
+                None if dynamic.key == "version" => {
+                    return Err(rejected(format!(
+                        "dynamicConfigFile {path}: dynamic file shouldn't have version inside"
+                    )))
+                }
+                None => {
+                    return Err(rejected(format!(
+                        "dynamicConfigFile {path}: {} is not a server.N line",
+                        dynamic.key
+                    )))
+                }
+            }
+        }
         Ok(())
     }
 

@@ -455,13 +455,14 @@ fn missing_data_dir_is_an_error() {
 
 #[test]
 fn refused_features_are_errors() {
+    // A dynamic configuration file that cannot be read stops the server, naming it.
     let dynamic = parse_err(&with_data_dir(
-        "dynamicConfigFile=/etc/zk/zoo.cfg.dynamic\n",
+        "dynamicConfigFile=/nonexistent/zoo.cfg.dynamic\n",
     ));
     assert!(
         dynamic
             .to_string()
-            .starts_with("zoo.cfg:2: dynamicConfigFile: "),
+            .starts_with("zoo.cfg:2: dynamicConfigFile /nonexistent/zoo.cfg.dynamic: "),
         "{dynamic}"
     );
     let group = parse_err(&with_data_dir("group.1=1:2:3\n"));
@@ -1108,4 +1109,27 @@ fn enforce_quota_from_zoo_cfg_or_jvm_flags() {
     assert!(on.warnings.is_empty(), "{:?}", on.warnings);
     let err = parse_err(&with_data_dir("enforceQuota=maybe\n"));
     assert!(err.to_string().contains("enforceQuota"), "{err}");
+}
+
+#[test]
+fn the_server_lines_of_a_dynamic_config_file_are_read() {
+    let dir = tempfile::tempdir().expect("dir");
+    let dynamic = dir.path().join("zoo.cfg.dynamic.100000000");
+    std::fs::write(
+        &dynamic,
+        "server.1=127.0.0.1:2888:3888:participant;0.0.0.0:2181\nserver.2=127.0.0.1:2889:3889\n\
+         server.3=127.0.0.1:2890:3890:observer\n",
+    )
+    .expect("write");
+    let config = parse(&with_data_dir(&format!(
+        "initLimit=5\nsyncLimit=2\ndynamicConfigFile={}\n",
+        dynamic.display()
+    )));
+    let ids: Vec<u64> = config.servers.iter().map(|s| s.id).collect();
+    assert_eq!(ids, [1, 2, 3]);
+    assert_eq!(config.servers[2].role, ServerRole::Observer);
+    std::fs::write(&dynamic, "server.1=127.0.0.1:2888:3888\nversion=1\n").expect("write");
+    let text = with_data_dir(&format!("dynamicConfigFile={}\n", dynamic.display()));
+    let error = parse_err(&text);
+    assert!(error.to_string().contains("shouldn't have version inside"), "{error}");
 }
