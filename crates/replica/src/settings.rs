@@ -26,6 +26,15 @@ pub struct Settings {
     /// How long an ensemble member without a leader holds its clients' connections and
     /// requests before it closes them (see `ensemble::hold`); about a tick by default.
     pub failover_hold_ms: u64,
+    /// `localSessionsEnabled`: an ensemble member creates new sessions locally, without a
+    /// Zab round (see [`crate::local_sessions`]).
+    pub local_sessions_enabled: bool,
+    /// `localSessionsUpgradingEnabled`: a local session that creates an ephemeral is made
+    /// global first; without it the create fails with EphemeralOnLocalSession.
+    pub local_sessions_upgrading_enabled: bool,
+    /// `readonlymode.enabled`: a member cut off from its quorum serves reads to clients that
+    /// accept a read-only server (see [`crate::read_only`]).
+    pub read_only_mode_enabled: bool,
     /// Output [`crate::Output::Observed`] for a checker (the simulator).
     pub observe: bool,
     /// A deliberately wrong variant, for the simulator to catch.
@@ -56,6 +65,9 @@ impl Default for Settings {
             sasl_provider: false,
             allow_sasl_failed_clients: false,
             failover_hold_ms: 2000,
+            local_sessions_enabled: false,
+            local_sessions_upgrading_enabled: false,
+            read_only_mode_enabled: false,
             observe: false,
             #[cfg(feature = "planted-bugs")]
             planted_bug: None,

@@ -450,8 +450,8 @@ impl<S: Store> Replica<S> {
                     // sync is a no-op transaction through Zab: once this server applies it,
                     // it has applied every write committed before the sync was proposed.
                     error_txn(session_id, xid, zxid, time_ms, ErrorCode::Ok)
-                } else if !self.tree.sessions().contains_key(&session_id) {
-                    error_txn(session_id, xid, zxid, time_ms, ErrorCode::SessionExpired)
+                } else if let Some(code) = self.refuse_session_write(session_id, &request) {
+                    error_txn(session_id, xid, zxid, time_ms, code)
                 } else {
                     let ctx = PrepContext {
                         session_id,
