@@ -137,6 +137,7 @@ impl Shell {
         let state = match &self.client {
             Some(c) => match c.state() {
                 client::SessionState::Connected => "CONNECTED",
+                client::SessionState::ConnectedReadOnly => "CONNECTEDREADONLY",
                 client::SessionState::Disconnected => "CONNECTING",
                 client::SessionState::Expired | client::SessionState::Closed => "CLOSED",
                 client::SessionState::AuthFailed => "AUTH_FAILED",
