@@ -136,6 +136,13 @@ pub struct ServerConfig {
     /// requests before closing them (`failoverHoldMs`, meerkat's own key; `None`: one
     /// tickTime). See docs/ensemble.md.
     pub failover_hold_ms: Option<u64>,
+    /// `localSessionsEnabled`: ensemble members create new sessions locally (docs/ensemble.md).
+    pub local_sessions_enabled: bool,
+    /// `localSessionsUpgradingEnabled`: a local session creating an ephemeral becomes global.
+    pub local_sessions_upgrading_enabled: bool,
+    /// `readonlymode.enabled` (zoo.cfg, or `-Dreadonlymode.enabled=true` in SERVER_JVMFLAGS):
+    /// a member cut off from its quorum serves reads to read-only clients.
+    pub read_only_mode_enabled: bool,
     pub sync_limit: Option<u32>,
     /// The `server.N` lines, sorted by id.
     pub servers: Vec<ServerLine>,
@@ -185,6 +192,9 @@ impl ServerConfig {
             number_to_retain: DEFAULT_NUMBER_TO_RETAIN,
             busy_snapshot_rest_percent: DEFAULT_BUSY_SNAPSHOT_REST_PERCENT,
             failover_hold_ms: None,
+            local_sessions_enabled: false,
+            local_sessions_upgrading_enabled: false,
+            read_only_mode_enabled: false,
             servers: Vec::new(),
             entries: Vec::new(),
             warnings: Vec::new(),

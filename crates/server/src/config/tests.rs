@@ -1080,3 +1080,25 @@ fn both_client_ports_and_unknown_tls_tuning() {
         .collect();
     assert_eq!(unsupported, vec!["ssl.crl"]);
 }
+
+#[test]
+fn local_sessions_and_read_only_mode_are_read() {
+    let config = parse(&with_data_dir(
+        "localSessionsEnabled=true\nlocalSessionsUpgradingEnabled=TRUE\nreadonlymode.enabled=True\n",
+    ));
+    assert!(config.local_sessions_enabled);
+    assert!(config.local_sessions_upgrading_enabled);
+    assert!(config.read_only_mode_enabled);
+    assert!(config.warnings.is_empty(), "{:?}", config.warnings);
+    let config = parse(&with_data_dir("readonlymode.enabled=yes\n"));
+    assert!(
+        !config.read_only_mode_enabled,
+        "Boolean.getBoolean: only \"true\" is true"
+    );
+    let defaults = parse(&with_data_dir(""));
+    assert!(!defaults.local_sessions_enabled);
+    assert!(!defaults.local_sessions_upgrading_enabled);
+    assert!(!defaults.read_only_mode_enabled);
+    let err = parse_err(&with_data_dir("localSessionsEnabled=maybe\n"));
+    assert!(err.to_string().contains("localSessionsEnabled"), "{err}");
+}
