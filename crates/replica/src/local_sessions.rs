@@ -21,8 +21,10 @@ use crate::replica::Replica;
 use crate::session_tracker::SessionTracker;
 use crate::store::Store;
 use crate::watch_manager::ConnId;
+use proto::multi::MultiOp;
 use proto::request::Request;
-use proto::ErrorCode;
+use proto::txn::{ErrorTxn, Txn, TxnBody, TxnHeader};
+use proto::{ErrorCode, OpCode};
 
 /// Sessions that live on this server only, with their expiry.
 #[derive(Debug)]
@@ -80,24 +82,47 @@ impl LocalSessions {
 /// What a member does with a write of one of its local sessions.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(crate) enum LocalWrite {
-    /// Through the leader, as any session's.
+    /// Through the leader, as any session's (an ephemeral without upgrading too: the leader
+    /// answers it EphemeralOnLocalSession, in a transaction as ZooKeeper's does).
     Forward,
     /// A createSession through the leader first, then the write.
     UpgradeFirst,
-    /// Answered here, in the connection's turn (a local close, or EphemeralOnLocalSession).
+    /// Answered here, in the connection's turn: a local session's close.
     AnswerHere,
+}
+
+fn error_body(code: ErrorCode) -> TxnBody {
+    TxnBody::Error(ErrorTxn { err: code.code() })
+}
+
+/// A multi that fails at its first ephemeral create with `code`: the ops before it are
+/// rolled back (0), the ones after it RuntimeInconsistency, as ZooKeeper's multi answers.
+fn failed_multi(ops: &[MultiOp], code: ErrorCode) -> TxnBody {
+    let at = ops.iter().position(is_ephemeral_create).unwrap_or(0);
+    let parts = (0..ops.len())
+        .map(|i| match i.cmp(&at) {
+            std::cmp::Ordering::Less => error_body(ErrorCode::Ok),
+            std::cmp::Ordering::Equal => error_body(code),
+            std::cmp::Ordering::Greater => error_body(ErrorCode::RuntimeInconsistency),
+        })
+        .collect();
+    TxnBody::Multi(parts)
+}
+
+fn is_ephemeral_flags(flags: i32) -> bool {
+    matches!(flags, 1 | 3)
+}
+
+fn is_ephemeral_create(op: &MultiOp) -> bool {
+    matches!(op, MultiOp::Create { req, .. } if is_ephemeral_flags(req.flags))
 }
 
 /// Whether `request` creates an ephemeral znode (`checkUpgradeSession`: create, create2 and
 /// multi; containers and TTL nodes are never ephemeral).
 pub(crate) fn creates_ephemeral(request: &Request) -> bool {
-    let ephemeral = |flags: i32| matches!(flags, 1 | 3);
     match request {
-        Request::Create { req, .. } => ephemeral(req.flags),
-        Request::Multi(ops) => ops.iter().any(|op| match op {
-            proto::multi::MultiOp::Create { req, .. } => ephemeral(req.flags),
-            _ => false,
-        }),
+        Request::Create { req, .. } => is_ephemeral_flags(req.flags),
+        Request::Multi(ops) => ops.iter().any(is_ephemeral_create),
         _ => false,
     }
 }
@@ -178,13 +203,10 @@ impl<S: Store> Replica<S> {
         if matches!(request, Request::CloseSession) {
             return LocalWrite::AnswerHere;
         }
-        if !creates_ephemeral(request) {
-            return LocalWrite::Forward;
-        }
-        if self.settings.local_sessions_upgrading_enabled {
+        if creates_ephemeral(request) && self.settings.local_sessions_upgrading_enabled {
             LocalWrite::UpgradeFirst
         } else {
-            LocalWrite::AnswerHere
+            LocalWrite::Forward
         }
     }
 
@@ -215,8 +237,8 @@ impl<S: Store> Replica<S> {
     }
 
     /// A write of a local session (or of any session on a read-only server) answered here in
-    /// its connection's turn, not through Zab: a local close, NotReadOnly on a read-only
-    /// server, EphemeralOnLocalSession without upgrading.
+    /// its connection's turn, not through Zab: a local close, or NotReadOnly on a read-only
+    /// server.
     pub(crate) fn answer_write_here(
         &mut self,
         conn: ConnId,
@@ -240,39 +262,61 @@ impl<S: Store> Replica<S> {
         }
         let code = if self.serving_read_only() {
             ErrorCode::NotReadOnly
-        } else if creates_ephemeral(request) && self.is_local_session(session_id) {
-            ErrorCode::EphemeralOnLocalSession
         } else {
-            // Not reached: writes of global sessions go through Zab.
+            // Not reached: every other write goes through Zab.
+            tracing::warn!(
+                session = format!("0x{session_id:x}"),
+                op = ?request.op_code(),
+                "a write reached the local answer it has none for: SystemError"
+            );
             ErrorCode::SystemError
         };
         self.finish_reply(conn, xid, zxid, code.code(), None, received_ms);
     }
 
-    /// The leader's check of a client write's session: None to go ahead, or the error the
-    /// write is answered with. A session the leader does not know may be a local session of
+    /// The leader's check of a client write's session: None to go ahead, or the transaction
+    /// that answers it instead. A session the leader does not know may be a local session of
     /// another member (`LeaderSessionTracker.checkSession` lets those through when local
-    /// sessions are on), but never for an ephemeral: its upgrade must have come first.
+    /// sessions are on), but never for an ephemeral, which needs a global session
+    /// (`checkGlobalSession`): a create answers EphemeralOnLocalSession (ZooKeeper's learner
+    /// answers so in place of the leader's SessionExpired), a multi fails at its ephemeral
+    /// create with SessionExpired, as ZooKeeper's does.
     pub(crate) fn refuse_session_write(
         &self,
         session_id: i64,
+        xid: i32,
+        zxid: i64,
         request: &Request,
-    ) -> Option<ErrorCode> {
+    ) -> Option<Txn> {
         if self.tree.sessions().contains_key(&session_id) {
             return None;
         }
-        if !self.settings.local_sessions_enabled {
-            return Some(ErrorCode::SessionExpired);
-        }
         let me = self.ensemble.as_deref().map_or(0, |e| e.me());
         let ours = (session_id >> 56) as u64 & 0xff == me;
-        if ours && !self.local_sessions.contains(session_id) {
-            return Some(ErrorCode::SessionExpired);
-        }
-        if creates_ephemeral(request) && !self.creating_session(session_id) {
-            return Some(ErrorCode::EphemeralOnLocalSession);
-        }
-        None
+        let known_here = !ours || self.local_sessions.contains(session_id);
+        let body = if !self.settings.local_sessions_enabled || !known_here {
+            error_body(ErrorCode::SessionExpired)
+        } else if !creates_ephemeral(request) || self.creating_session(session_id) {
+            return None;
+        } else if let Request::Multi(ops) = request {
+            failed_multi(ops, ErrorCode::SessionExpired)
+        } else {
+            error_body(ErrorCode::EphemeralOnLocalSession)
+        };
+        let op_type = match body {
+            TxnBody::Multi(_) => OpCode::Multi,
+            _ => OpCode::Error,
+        };
+        Some(Txn {
+            header: TxnHeader {
+                client_id: session_id,
+                cxid: xid,
+                zxid,
+                time: self.wall_ms(),
+                op_type: op_type.code(),
+            },
+            body,
+        })
     }
 
     /// Leader: whether a createSession of `session_id` is proposed and not yet applied (an

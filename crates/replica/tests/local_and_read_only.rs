@@ -5,7 +5,9 @@
 mod common;
 
 use common::{at, reply_of, Reports};
+use proto::multi::MultiOp;
 use proto::request::Request;
+use proto::txn::{ErrorTxn, TxnBody};
 use proto::{ConnectRequest, ConnectResponse, CreateRequest, ErrorCode, OpCode, Reader, Record};
 use replica::ensemble::codec::{decode, encode, PeerMessage};
 use replica::ensemble::host_message::{Forwarded, HostMessage};
@@ -241,15 +243,19 @@ impl Member {
     }
 }
 
+fn create_request(path: &str, flags: i32) -> CreateRequest {
+    CreateRequest {
+        path: path.into(),
+        data: Some(b"x".to_vec()),
+        acl: common::open_acl(),
+        flags,
+    }
+}
+
 fn create(path: &str, flags: i32) -> Request {
     Request::Create {
         op: OpCode::Create,
-        req: CreateRequest {
-            path: path.into(),
-            data: Some(b"x".to_vec()),
-            acl: common::open_acl(),
-            flags,
-        },
+        req: create_request(path, flags),
     }
 }
 
@@ -295,12 +301,46 @@ fn a_local_session_is_answered_at_once_and_never_proposed() {
 fn an_ephemeral_on_a_local_session_fails_without_upgrading() {
     let mut m = Member::leader(settings(true, false, false));
     m.connect(1, 0, None);
+    let before = m.proposals.len();
     m.send(1, 1, create("/e", EPHEMERAL));
     m.send(1, 2, get("/"));
+    let multi = Request::Multi(vec![
+        MultiOp::Create {
+            op: OpCode::Create,
+            req: create_request("/m1", 0),
+        },
+        MultiOp::Create {
+            op: OpCode::Create,
+            req: create_request("/m2", EPHEMERAL),
+        },
+        MultiOp::Create {
+            op: OpCode::Create,
+            req: create_request("/m3", 0),
+        },
+    ]);
+    m.send(1, 3, multi);
     let code = ErrorCode::EphemeralOnLocalSession.code();
-    assert_eq!(m.replies(1), &[(1, code), (2, 0)], "in order");
-    assert!(m.replica.tree.get("/e").is_none());
+    // A failed multi answers with header 0 and its results per op.
+    assert_eq!(m.replies(1), &[(1, code), (2, 0), (3, 0)], "in order");
+    for path in ["/e", "/m1", "/m2", "/m3"] {
+        assert!(m.replica.tree.get(path).is_none(), "{path} was not created");
+    }
     assert!(m.replica.is_local_session(m.session(1)), "still local");
+    // Both failures are transactions (each takes a zxid, as in ZooKeeper); the multi fails at
+    // its ephemeral with SessionExpired (ZooKeeper's checkGlobalSession).
+    let bodies: Vec<&TxnBody> = m.proposals[before..].iter().map(|t| &t.body).collect();
+    let err = |code: ErrorCode| TxnBody::Error(ErrorTxn { err: code.code() });
+    assert_eq!(
+        bodies,
+        vec![
+            &err(ErrorCode::EphemeralOnLocalSession),
+            &TxnBody::Multi(vec![
+                err(ErrorCode::Ok),
+                err(ErrorCode::SessionExpired),
+                err(ErrorCode::RuntimeInconsistency)
+            ])
+        ]
+    );
 }
 
 #[test]

@@ -450,8 +450,9 @@ impl<S: Store> Replica<S> {
                     // sync is a no-op transaction through Zab: once this server applies it,
                     // it has applied every write committed before the sync was proposed.
                     error_txn(session_id, xid, zxid, time_ms, ErrorCode::Ok)
-                } else if let Some(code) = self.refuse_session_write(session_id, &request) {
-                    error_txn(session_id, xid, zxid, time_ms, code)
+                } else if let Some(txn) = self.refuse_session_write(session_id, xid, zxid, &request)
+                {
+                    txn
                 } else {
                     let ctx = PrepContext {
                         session_id,
