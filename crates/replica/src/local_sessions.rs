@@ -330,6 +330,23 @@ impl<S: Store> Replica<S> {
         })
     }
 
+    /// Leader: forgets the owners (for SessionMoved) of sessions the tree no longer holds, or
+    /// never held: local sessions of other members, which cannot move, and closed sessions.
+    /// Done when there are many more owners than sessions, so it costs nothing per write.
+    pub(crate) fn forget_owners_of_ended_sessions(&mut self) {
+        let sessions = self.tree.sessions().len();
+        let Some(ensemble) = self.ensemble.as_deref_mut() else {
+            return;
+        };
+        if ensemble.owners.len() <= 2 * sessions + crate::limits::OWNERS_SLACK_MAX {
+            return;
+        }
+        let tree = &self.tree;
+        ensemble
+            .owners
+            .retain(|session_id, _| tree.sessions().contains_key(session_id));
+    }
+
     /// Ends the local sessions (and the read-only server's) that timed out.
     pub(crate) fn expire_local_sessions(&mut self) {
         let now = self.now_ms();

@@ -98,8 +98,9 @@ impl<S: Store> Replica<S> {
             return;
         };
         // Zab's own role: it leaves LOOKING the moment the election decides, as ZooKeeper's
-        // `lookForLeader` returns.
-        let looking = ensemble.zab.role() == zab::Role::Looking && !ensemble.serving;
+        // `lookForLeader` returns. Only participants: ZooKeeper's observers never look.
+        let participant = !ensemble.zab.config().is_observer(ensemble.me());
+        let looking = participant && ensemble.zab.role() == zab::Role::Looking && !ensemble.serving;
         if !looking {
             self.read_only.looking_since = None;
             if self.read_only.is_active() {

@@ -668,10 +668,13 @@ impl<S: Store> Replica<S> {
             return None;
         };
         self.stats.packets_received += 1;
-        if !self.sessions.touch(session_id, self.now_ms()) {
+        if self.is_local_session(session_id) {
+            // Nobody else knows it: the leader is not told.
             self.touch_local(session_id);
+        } else {
+            self.sessions.touch(session_id, self.now_ms());
+            self.note_session_activity(session_id);
         }
-        self.note_session_activity(session_id);
         if let Some(c) = self.conns.get_mut(&conn) {
             c.stats.packets_received += 1;
             c.stats.last_cxid = xid;
@@ -1042,6 +1045,7 @@ impl<S: Store> Replica<S> {
         }
         self.report_session_activity();
         self.expire_local_sessions();
+        self.forget_owners_of_ended_sessions();
         self.check_read_only();
         self.check_hold_bound();
         if let Some(ensemble) = self.ensemble.as_deref() {

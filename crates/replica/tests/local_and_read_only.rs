@@ -54,13 +54,23 @@ struct Member {
 
 impl Member {
     fn new(me: u64, settings: Settings) -> Member {
+        Member::with_observers(me, settings, &[])
+    }
+
+    /// Server `me` of voters {1, 2, 3} and `observers`.
+    fn with_observers(me: u64, settings: Settings, observers: &[u64]) -> Member {
         let fs = FaultyFs::new();
         let (store, recovered, durable) = common::store(&fs, true);
         let mut replica = Replica::new(settings, store, recovered, 0, at(0));
-        let mut config = Config::new(me, [1, 2, 3].into(), Default::default());
+        let observer_set = observers.iter().copied().collect();
+        let mut config = Config::new(me, [1, 2, 3].into(), observer_set);
         config.durability = Durability::Diskless;
         let zab = Zab::new(config, Boot::default(), 0).unwrap();
-        let peers = [1, 2, 3].into_iter().filter(|&p| p != me).collect();
+        let peers = [1, 2, 3]
+            .into_iter()
+            .chain(observers.iter().copied())
+            .filter(|&p| p != me)
+            .collect();
         replica.join_ensemble(at(0), Ensemble::new(zab, me, peers, 100, 0));
         Member {
             replica,
@@ -521,4 +531,17 @@ fn read_only_mode_is_off_unless_enabled() {
     assert!(!m.replica.serving_read_only());
     m.connect(1, 0, Some(true));
     assert!(m.seen[&1].closed, "refused after the hold");
+}
+
+#[test]
+fn an_observer_never_serves_read_only() {
+    let mut m = Member::with_observers(4, settings(true, false, true), &[4]);
+    m.wait(3000);
+    assert!(
+        !m.replica.serving_read_only(),
+        "ZooKeeper's observers never look"
+    );
+    let mut participant = Member::with_observers(1, settings(true, false, true), &[4]);
+    participant.wait(3000);
+    assert!(participant.replica.serving_read_only());
 }
