@@ -79,18 +79,6 @@ impl LocalSessions {
     }
 }
 
-/// What a member does with a write of one of its local sessions.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(crate) enum LocalWrite {
-    /// Through the leader, as any session's (an ephemeral without upgrading too: the leader
-    /// answers it EphemeralOnLocalSession, in a transaction as ZooKeeper's does).
-    Forward,
-    /// A createSession through the leader first, then the write.
-    UpgradeFirst,
-    /// Answered here, in the connection's turn: a local session's close.
-    AnswerHere,
-}
-
 fn error_body(code: ErrorCode) -> TxnBody {
     TxnBody::Error(ErrorTxn { err: code.code() })
 }
@@ -198,23 +186,15 @@ impl<S: Store> Replica<S> {
         }
     }
 
-    /// How a write of a local session goes (see the module doc).
-    pub(crate) fn local_write(&self, request: &Request) -> LocalWrite {
-        if matches!(request, Request::CloseSession) {
-            return LocalWrite::AnswerHere;
+    /// Asks the leader to make a local session global (ZooKeeper's `makeUpgradeRequest`) when
+    /// `request`, about to be sent to the leader, creates an ephemeral and upgrading is on.
+    /// Sent before every such create while the session is still local, including one sent
+    /// again after a leader change: a second createSession of a session changes nothing, and
+    /// one lost with a leader is made up for.
+    pub(crate) fn upgrade_if_needed(&mut self, session_id: i64, request: &Request) {
+        if !self.settings.local_sessions_upgrading_enabled || !creates_ephemeral(request) {
+            return;
         }
-        if creates_ephemeral(request) && self.settings.local_sessions_upgrading_enabled {
-            LocalWrite::UpgradeFirst
-        } else {
-            LocalWrite::Forward
-        }
-    }
-
-    /// Asks the leader to make a local session global (ZooKeeper's `makeUpgradeRequest`).
-    /// Sent before every ephemeral create while the session is still local: a second
-    /// createSession of the same session changes nothing, and one lost with a leader is then
-    /// made up for by the next create.
-    pub(crate) fn upgrade_session(&mut self, session_id: i64) {
         let Some(timeout_ms) = self.local_sessions.timeout_ms(session_id) else {
             return;
         };

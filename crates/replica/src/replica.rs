@@ -14,7 +14,7 @@
 
 use crate::ensemble::Ensemble;
 use crate::java_random::session_password;
-use crate::local_sessions::{LocalSessions, LocalWrite};
+use crate::local_sessions::LocalSessions;
 use crate::read_only::ReadOnly;
 use crate::replies::{connect_frame, event_frame, reply_frame, reply_frame_with};
 use crate::sasl::SaslOutcome;
@@ -626,15 +626,13 @@ impl<S: Store> Replica<S> {
             self.handle_read(conn, xid, request, received_ms);
             return;
         }
-        if self.ensemble.is_some() && request.is_write() && self.is_local_session(session_id) {
-            match self.local_write(&request) {
-                LocalWrite::Forward => {}
-                LocalWrite::UpgradeFirst => self.upgrade_session(session_id),
-                // In the connection's turn, behind its earlier writes.
-                LocalWrite::AnswerHere => {
-                    return self.ensemble_read(conn, xid, request, received_ms)
-                }
-            }
+        if self.ensemble.is_some()
+            && matches!(request, Request::CloseSession)
+            && self.is_local_session(session_id)
+        {
+            // A local session's close is not replicated: answered here, in the connection's
+            // turn behind its earlier writes (see `answer_write_here`).
+            return self.ensemble_read(conn, xid, request, received_ms);
         }
         if self.ensemble.is_some() {
             if request.is_write() || matches!(request, Request::Sync(_)) {

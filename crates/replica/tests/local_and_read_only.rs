@@ -49,6 +49,8 @@ struct Member {
     seen: std::collections::HashMap<ConnId, Seen>,
     /// Proposals this server sent, in order.
     proposals: Vec<proto::txn::Txn>,
+    /// The followers stop answering pings (the leader loses its quorum).
+    silent: bool,
     _fs: FaultyFs,
 }
 
@@ -78,6 +80,7 @@ impl Member {
             t: 0,
             seen: Default::default(),
             proposals: Vec::new(),
+            silent: false,
             _fs: fs,
         }
     }
@@ -141,7 +144,9 @@ impl Member {
                             },
                         )),
                         // The followers stay in touch.
-                        PeerMessage::Zab(Message::Ping) => answers.push((to, Message::Ping)),
+                        PeerMessage::Zab(Message::Ping) if !self.silent => {
+                            answers.push((to, Message::Ping))
+                        }
                         PeerMessage::Zab(Message::Proposal(entry)) if to == 1 => {
                             self.proposals.push(entry.txn.clone());
                             for f in [1, 2] {
@@ -170,6 +175,13 @@ impl Member {
 
     /// Every peer votes for `leader`, in state `state`.
     fn votes_for(&mut self, leader: u64, state: PeerState) {
+        self.votes_for_in(leader, state, 1);
+    }
+
+    /// As [`Member::votes_for`], in `round`, for a candidate as up to date as this server.
+    fn votes_for_in(&mut self, leader: u64, state: PeerState, round: u64) {
+        let zab = &self.replica.ensemble.as_ref().unwrap().zab;
+        let (last_logged, epoch) = (zab.last_logged(), zab.current_epoch());
         for from in [1, 2, 3] {
             if Some(from) == self.replica.ensemble.as_ref().map(|e| e.me()) {
                 continue;
@@ -177,10 +189,10 @@ impl Member {
             let n = Notification {
                 vote: Vote {
                     leader,
-                    zxid: Zxid::ZERO,
-                    epoch: 0,
+                    zxid: last_logged,
+                    epoch,
                 },
-                round: 1,
+                round,
                 state: if from == leader {
                     state
                 } else {
@@ -197,9 +209,16 @@ impl Member {
         let mut m = Member::new(3, settings);
         m.votes_for(3, PeerState::Looking);
         m.wait(200);
+        m.followers_join(0);
+        m
+    }
+
+    /// Followers 1 and 2 join the elected leader 3, having accepted `epoch`.
+    fn followers_join(&mut self, epoch: u32) {
+        let m = self;
         for from in [1, 2] {
             let info = Message::FollowerInfo {
-                accepted_epoch: 0,
+                accepted_epoch: epoch,
                 last_zxid: Zxid::ZERO,
                 observer: false,
                 recovering: false,
@@ -208,7 +227,6 @@ impl Member {
             m.hear(from, PeerMessage::Zab(info));
         }
         assert!(m.replica.ensemble.as_ref().unwrap().serving, "leading");
-        m
     }
 
     fn client(&mut self, input: ClientInput) {
@@ -377,6 +395,51 @@ fn an_ephemeral_upgrades_a_local_session_to_a_global_one_first() {
     assert!(!m.replica.is_local_session(session));
     let owner = m.replica.tree.get("/e").unwrap().stat.ephemeral_owner;
     assert_eq!(owner, session);
+}
+
+#[test]
+fn an_ephemeral_held_through_a_leader_change_is_upgraded_when_sent() {
+    let mut m = Member::leader(Settings {
+        failover_hold_ms: 60_000,
+        ..settings(true, true, false)
+    });
+    m.connect(1, 0, None);
+    let session = m.session(1);
+    // The followers go silent: the leader steps down and holds its client.
+    m.silent = true;
+    for _ in 0..10 {
+        m.wait(300);
+        m.send(1, -2, Request::Ping); // pings are answered through the hold
+    }
+    assert!(
+        !m.replica.ensemble.as_ref().unwrap().serving,
+        "stepped down"
+    );
+    let pings = m.replies(1).len();
+    assert_eq!(pings, 10);
+    m.send(1, 1, create("/e", EPHEMERAL));
+    assert_eq!(m.replies(1).len(), pings, "held");
+    // They are back and elect it again: the held create goes out behind its upgrade.
+    m.silent = false;
+    let before = m.proposals.len();
+    m.votes_for_in(3, PeerState::Looking, 100);
+    m.wait(200);
+    m.followers_join(1);
+    m.wait(100);
+    assert_eq!(m.replies(1)[pings..], [(1, 0)]);
+    let proposed: Vec<i32> = m.proposals[before..]
+        .iter()
+        .filter(|t| t.header.client_id == session)
+        .map(|t| t.header.op_type)
+        .collect();
+    assert_eq!(
+        proposed,
+        vec![OpCode::CreateSession.code(), OpCode::Create.code()]
+    );
+    assert_eq!(
+        m.replica.tree.get("/e").unwrap().stat.ephemeral_owner,
+        session
+    );
 }
 
 #[test]

@@ -58,6 +58,8 @@ impl<S: Store> Replica<S> {
 
     /// Proposes a local client's write here, or forwards it to the leader.
     pub(crate) fn send_write(&mut self, conn: ConnId, session_id: i64, xid: i32, request: Request) {
+        // A local session's ephemeral: its upgrade goes first, on the same link.
+        self.upgrade_if_needed(session_id, &request);
         let auth_ids = self.auth_ids(conn);
         let Some(ensemble) = self.ensemble() else {
             return;
