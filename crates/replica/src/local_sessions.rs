@@ -8,9 +8,11 @@
 //! another member, as ZooKeeper's `LeaderSessionTracker.checkSession` does). It cannot own an
 //! ephemeral: a create of one (create, create2, or a multi holding one) first *upgrades* the
 //! session, a createSession through Zab in front of the create on the same link, when
-//! `localSessionsUpgradingEnabled=true`; without it the create fails with
-//! EphemeralOnLocalSession (-120). Once the createSession is applied the session is an ordinary
-//! global one. A local session is known nowhere else, so reconnecting to another server finds
+//! `localSessionsUpgradingEnabled=true` (sent with the create, so also when a create held
+//! through a leader change is sent again); without it the leader answers the create
+//! EphemeralOnLocalSession (-120) and a multi holding one SessionExpired at that op, both in a
+//! transaction, as ZooKeeper does. Once the createSession is applied the session is an
+//! ordinary global one. A local session is known nowhere else, so reconnecting to another server finds
 //! it expired; reconnecting to its own server works. A standalone server ignores the keys, as
 //! ZooKeeper's `ZooKeeperServer` does.
 //!
