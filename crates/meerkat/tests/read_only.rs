@@ -3,7 +3,9 @@
 //! pid, and the one left alone must, after ZooKeeper's delay, serve reads to a client that
 //! accepts a read-only server, answer its writes NotReadOnly, refuse a client that does not,
 //! and say `ro` to `isro`. With the two restarted it serves read-write again (`rw`), and the
-//! same client, having looked for a read-write server, writes.
+//! same client, having looked for a read-write server, writes. A second scenario isolates one
+//! member (peer proxies): it goes read-only while the other two serve, and a client connected
+//! to it read-only moves to them on its own, having asked them `isro`.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
 use anyhow::{bail, ensure, Context, Result};
@@ -11,7 +13,7 @@ use client::{acl, Client, ClientConfig, CreateMode, ErrorCode, SessionState};
 use std::net::SocketAddr;
 use std::path::PathBuf;
 use std::time::{Duration, Instant};
-use testkit::{four_letter, Ensemble, Flavor, Options, Signal};
+use testkit::{four_letter, Cut, Ensemble, Flavor, Options, Signal};
 
 /// Waits until `address` answers `isro` with `word`; the last answer otherwise.
 async fn wait_isro(address: SocketAddr, word: &str, limit: Duration) -> Result<Duration> {
@@ -31,13 +33,7 @@ async fn scenario() -> Result<()> {
     let flavor = Flavor::Meerkat {
         binary: PathBuf::from(env!("CARGO_BIN_EXE_meerkat")),
     };
-    let mut options = Options::new(3);
-    options.extra_config = vec![
-        "readonlymode.enabled=true".to_string(),
-        "localSessionsEnabled=true".to_string(),
-        "localSessionsUpgradingEnabled=true".to_string(),
-    ];
-    let ensemble = Ensemble::start(flavor, options).await?;
+    let ensemble = Ensemble::start(flavor, read_only_options()).await?;
     let result = run(&ensemble).await;
     if result.is_err() {
         ensemble.keep_files();
@@ -143,14 +139,108 @@ async fn run(ensemble: &Ensemble) -> Result<()> {
     Ok(())
 }
 
-#[test]
-fn a_member_cut_off_serves_reads_then_read_write_again() {
+fn read_only_options() -> Options {
+    let mut options = Options::new(3);
+    options.extra_config = vec![
+        "readonlymode.enabled=true".to_string(),
+        "localSessionsEnabled=true".to_string(),
+        "localSessionsUpgradingEnabled=true".to_string(),
+    ];
+    options
+}
+
+/// Server 1 is cut off from the others, which go on serving; a client that reached it
+/// read-only finds them by asking `isro` and moves there while server 1 is still read-only.
+async fn client_finds_read_write() -> Result<()> {
+    let flavor = Flavor::Meerkat {
+        binary: PathBuf::from(env!("CARGO_BIN_EXE_meerkat")),
+    };
+    let ensemble = Ensemble::start(flavor, read_only_options().with_peer_proxies()).await?;
+    let result = async {
+        ensemble.wait_leader(&[]).await?;
+        let alone = 1;
+        let address = ensemble.client_address(alone);
+        ensemble.isolate(alone, Cut::Close)?;
+        wait_isro(address, "ro", Duration::from_secs(20)).await?;
+        // Server 1 first in the connect string: the client reaches it first, read-only.
+        let hosts: Vec<String> = ensemble
+            .sids()
+            .into_iter()
+            .map(|sid| ensemble.client_address(sid).to_string())
+            .collect();
+        let config = ClientConfig::default()
+            .with_session_timeout(Duration::from_secs(4))
+            .with_can_be_read_only(true);
+        let client = Client::connect(&hosts.join(","), config).await?;
+        let mut events = client.session_events();
+        let (state, first) = (client.state(), client.info().server);
+        ensure!(
+            state == SessionState::ConnectedReadOnly && first == address.to_string(),
+            "the client should have reached server 1 read-only, got {state:?} on {first}"
+        );
+        let moved = tokio::time::timeout(Duration::from_secs(20), async {
+            loop {
+                match events.recv().await {
+                    Ok(SessionState::Connected) => return Ok(()),
+                    Ok(_) | Err(tokio::sync::broadcast::error::RecvError::Lagged(_)) => {}
+                    Err(e) => return Err(e),
+                }
+            }
+        })
+        .await;
+        ensure!(
+            matches!(moved, Ok(Ok(()))),
+            "never moved to a read-write server: {moved:?}"
+        );
+        ensure!(
+            four_letter::ask(address, "isro").await? == "ro",
+            "server 1 is still read-only: the client moved on its own"
+        );
+        let now = client.info().server;
+        ensure!(now != address.to_string(), "moved to {now}");
+        client
+            .create(
+                "/found-rw",
+                b"",
+                &acl::open_unsafe(),
+                CreateMode::Persistent,
+            )
+            .await
+            .context("writing through the read-write server found")?;
+        client.close().await;
+        ensemble.heal();
+        wait_isro(address, "rw", Duration::from_secs(20)).await?;
+        Ok(())
+    }
+    .await;
+    if result.is_err() {
+        ensemble.keep_files();
+    }
+    result
+}
+
+fn block_on(scenario: impl std::future::Future<Output = Result<()>>) {
     let runtime = tokio::runtime::Builder::new_multi_thread()
         .worker_threads(2)
         .enable_all()
         .build()
         .expect("runtime");
-    if let Err(error) = runtime.block_on(scenario()) {
+    if let Err(error) = runtime.block_on(scenario) {
         panic!("{error:#}");
     }
+}
+
+/// One scenario at a time: they share 2 cores.
+static SERIAL: std::sync::Mutex<()> = std::sync::Mutex::new(());
+
+#[test]
+fn a_member_cut_off_serves_reads_then_read_write_again() {
+    let _serial = SERIAL.lock().unwrap_or_else(|p| p.into_inner());
+    block_on(scenario());
+}
+
+#[test]
+fn a_read_only_client_moves_to_a_read_write_server_it_finds() {
+    let _serial = SERIAL.lock().unwrap_or_else(|p| p.into_inner());
+    block_on(client_finds_read_write());
 }
