@@ -98,6 +98,23 @@ async fn run(ensemble: &Ensemble) -> Result<()> {
         .await;
     ensure!(create.map_err(|e| e.code()) == Err(ErrorCode::NotReadOnly));
 
+    // zkCli's -r: the shell reads there too.
+    let binary = env!("CARGO_BIN_EXE_meerkat");
+    let server = address.to_string();
+    let cli = tokio::task::spawn_blocking(move || {
+        std::process::Command::new(binary)
+            .args(["cli", "-server", &server, "-r", "get", "/ro"])
+            .output()
+    })
+    .await??;
+    let printed = String::from_utf8_lossy(&cli.stdout);
+    ensure!(
+        cli.status.success() && printed.trim() == "before",
+        "meerkat cli -r get /ro: {:?} {printed:?} {:?}",
+        cli.status,
+        String::from_utf8_lossy(&cli.stderr)
+    );
+
     // A client that does not accept a read-only server is refused.
     let strict = ClientConfig::default().with_connect_timeout(Duration::from_secs(2));
     let refused = Client::connect(&address.to_string(), strict).await;
