@@ -19,7 +19,8 @@
 //! A read-only server's sessions ([`crate::read_only`]) are local sessions too, kept apart in
 //! [`LocalSessions`] of their own that end with read-only mode.
 
-use crate::replica::Replica;
+use crate::ensemble::Waiting;
+use crate::replica::{Replica, ReplyTo};
 use crate::session_tracker::SessionTracker;
 use crate::store::Store;
 use crate::watch_manager::ConnId;
@@ -242,6 +243,12 @@ impl<S: Store> Replica<S> {
             self.on_session_closed(session_id);
             return;
         }
+        if matches!(request, Request::CloseSession) && !self.serving_read_only() {
+            // Upgraded while its close waited behind the ephemeral create that upgraded it: a
+            // global session's close goes through Zab (its ephemerals go with it), in its turn.
+            self.close_through_zab(conn, session_id, xid, received_ms);
+            return;
+        }
         let code = if self.serving_read_only() {
             ErrorCode::NotReadOnly
         } else {
@@ -254,6 +261,30 @@ impl<S: Store> Replica<S> {
             ErrorCode::SystemError
         };
         self.finish_reply(conn, xid, zxid, code.code(), None, received_ms);
+    }
+
+    /// A close taken off the head of its connection's queue as a local one, for a session that
+    /// has since become global: back at the head as a write, sent to the leader (or held, while
+    /// this member has none), so that what the connection sent after it stays behind it.
+    fn close_through_zab(&mut self, conn: ConnId, session_id: i64, xid: i32, received_ms: u64) {
+        let request = Request::CloseSession;
+        let reply = ReplyTo::new(conn, xid, &request, received_ms);
+        let Some(ensemble) = self.ensemble.as_deref_mut() else {
+            return;
+        };
+        let sent = ensemble.serving;
+        ensemble
+            .queues
+            .entry(conn)
+            .or_default()
+            .push_front(Waiting::Write {
+                reply,
+                request: request.clone(),
+                sent,
+            });
+        if sent {
+            self.send_write(conn, session_id, xid, request);
+        }
     }
 
     /// The leader's check of a client write's session: None to go ahead, or the transaction

@@ -398,6 +398,47 @@ fn an_ephemeral_upgrades_a_local_session_to_a_global_one_first() {
 }
 
 #[test]
+fn a_close_behind_the_upgrading_create_goes_through_zab_and_takes_the_ephemeral() {
+    let mut m = Member::leader(settings(true, true, false));
+    m.connect(1, 0, None);
+    let session = m.session(1);
+    let before = m.proposals.len();
+    // Both arrive before anything commits: the close waits behind the create as a local one.
+    let now = m.now();
+    let received_ms = m.t;
+    m.replica.on_client(
+        now,
+        common::request(1, 1, create("/e", EPHEMERAL), received_ms),
+    );
+    let now = m.now();
+    m.replica.on_client(
+        now,
+        common::request(1, 2, Request::CloseSession, received_ms),
+    );
+    m.settle();
+    assert_eq!(m.replies(1), &[(1, 0), (2, 0)]);
+    assert!(m.seen[&1].closed);
+    let proposed: Vec<i32> = m.proposals[before..]
+        .iter()
+        .map(|t| t.header.op_type)
+        .collect();
+    assert_eq!(
+        proposed,
+        vec![
+            OpCode::CreateSession.code(),
+            OpCode::Create.code(),
+            OpCode::CloseSession.code()
+        ]
+    );
+    assert!(
+        m.replica.tree.get("/e").is_none(),
+        "the ephemeral went with it"
+    );
+    assert!(!m.replica.tree.sessions().contains_key(&session));
+    assert!(!m.replica.is_local_session(session));
+}
+
+#[test]
 fn an_ephemeral_held_through_a_leader_change_is_upgraded_when_sent() {
     let mut m = Member::leader(Settings {
         failover_hold_ms: 60_000,

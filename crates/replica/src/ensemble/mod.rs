@@ -17,5 +17,5 @@ pub mod host_message;
 mod requests;
 mod state;
 
-pub(crate) use state::Work;
 pub use state::{Ensemble, EnsembleStats};
+pub(crate) use state::{Waiting, Work};
