@@ -111,3 +111,26 @@ fn the_abandoned_hand_over_stall_is_caught_at_its_seed() {
         report.failures
     );
 }
+
+/// `readonlymode.enabled` in every server: members cut off from their quorum serve read-only
+/// (refusing the simulated clients, which do not ask for it) and stop when the election
+/// decides. Every guarantee still holds, and some runs do go read-only.
+#[test]
+fn seeded_runs_with_read_only_mode_keep_every_guarantee() {
+    let mut starts = 0;
+    for seed in 1..=seeds() {
+        let mut options = ClusterOptions::from_seed(seed, None, false);
+        options.node.read_only = true;
+        let report = run_cluster(options);
+        assert!(
+            report.failures.is_empty(),
+            "seed {seed} (read-only mode): {:?}",
+            report.failures
+        );
+        starts += report.read_only_starts;
+    }
+    assert!(
+        starts > 0,
+        "no run went read-only: the test exercises nothing"
+    );
+}

@@ -14,6 +14,9 @@
 //! (`sim::cluster`) instead of the model; `--bug` then also takes the host's planted bugs;
 //! `--force-snapshot-sync` makes every sync a SNAP (it reproduces an open durability bug, see
 //! docs/verification.md, so it is off unless asked for).
+//! With `--cluster`, `--read-only` turns on `readonlymode.enabled` in every server: members
+//! cut off from their quorum serve read-only and refuse the simulated clients (which do not
+//! ask for read-only), and stop when the election decides; every check still holds.
 //! The last line is always `sim: seeds=N failures=F`; the exit code is non-zero when F > 0.
 
 use sim::{run, SimOptions};
@@ -36,6 +39,8 @@ struct Args {
     /// `--force-snapshot-sync`: every sync is a SNAP (`zab::Config::force_snapshot_sync`) in
     /// every run, not only in the quarter of runs whose seed draws it.
     force_snapshot_sync: bool,
+    /// `--read-only` (with `--cluster`).
+    read_only: bool,
 }
 
 fn parse() -> Result<Args, String> {
@@ -53,6 +58,7 @@ fn parse() -> Result<Args, String> {
         cluster: false,
         log: false,
         force_snapshot_sync: false,
+        read_only: false,
     };
     let mut it = std::env::args().skip(1);
     while let Some(a) = it.next() {
@@ -75,6 +81,7 @@ fn parse() -> Result<Args, String> {
             "--diskless" => args.diskless = true,
             "--force-snapshot-sync" => args.force_snapshot_sync = true,
             "--cluster" => args.cluster = true,
+            "--read-only" => args.read_only = true,
             "--log" => args.log = true,
             "--snapshot-rest" => {
                 let pct = value("--snapshot-rest")?
@@ -313,6 +320,7 @@ fn run_cluster_seeds(args: &Args, seeds: &[u64]) -> ExitCode {
     std::panic::set_hook(Box::new(|info| eprintln!("panic: {info}")));
     let (mut ran, mut failures) = (0u64, 0u64);
     let (mut committed, mut answered, mut throttled, mut expired, mut crashes) = (0, 0, 0, 0, 0);
+    let mut read_only_starts = 0;
     let mut stale = 0;
     // Diskless: (lost writes, span ms) per loss after a power loss, and the other losses.
     let mut power: Vec<(usize, u64)> = Vec::new();
@@ -322,6 +330,7 @@ fn run_cluster_seeds(args: &Args, seeds: &[u64]) -> ExitCode {
         opts.node.bug = args.bug.clone();
         // The seed draws it for a quarter of the runs; the switch makes it every run.
         opts.node.force_snapshot_sync |= args.force_snapshot_sync;
+        opts.node.read_only = args.read_only;
         let outcome = std::panic::catch_unwind(|| run_cluster(opts));
         ran += 1;
         match outcome {
@@ -331,6 +340,7 @@ fn run_cluster_seeds(args: &Args, seeds: &[u64]) -> ExitCode {
                 throttled += report.throttled;
                 stale += report.stale_reports;
                 expired += report.sessions_expired;
+                read_only_starts += report.read_only_starts;
                 crashes += report.crashes;
                 for &(txns, span, after_power_loss) in &report.losses {
                     if after_power_loss {
@@ -359,8 +369,9 @@ fn run_cluster_seeds(args: &Args, seeds: &[u64]) -> ExitCode {
                     }
                     let bug = args.bug.as_ref().map(|b| format!(" --bug {b}"));
                     println!(
-                        "  reproduce: scripts/sim.sh --cluster{} --seed {seed}{}",
+                        "  reproduce: scripts/sim.sh --cluster{}{} --seed {seed}{}",
                         if args.diskless { " --diskless" } else { "" },
+                        if args.read_only { " --read-only" } else { "" },
                         bug.unwrap_or_default()
                     );
                 }
@@ -377,6 +388,9 @@ fn run_cluster_seeds(args: &Args, seeds: &[u64]) -> ExitCode {
     println!(
         "cluster: committed txns={committed} answered ops={answered} throttled={throttled} sessions expired={expired} crashes={crashes} stale durable reports={stale}"
     );
+    if args.read_only {
+        println!("read-only: servers started serving read-only {read_only_starts} times");
+    }
     if args.diskless {
         let describe = |rows: &[(usize, u64)]| {
             let mut txns: Vec<u64> = rows.iter().map(|r| r.0 as u64).collect();

@@ -31,6 +31,9 @@ pub struct NodeConfig {
     pub backlog_max: usize,
     /// A planted bug by name, Zab's or the host's (needs the `planted-bugs` feature).
     pub bug: Option<String>,
+    /// `readonlymode.enabled`: members cut off from their quorum serve read-only (the
+    /// simulated clients do not ask for it, so they are refused there and move on).
+    pub read_only: bool,
 }
 
 pub struct Node {
@@ -144,6 +147,7 @@ impl Node {
             min_session_timeout_ms: config.tick_time_ms * 2,
             max_session_timeout_ms: config.tick_time_ms * 20,
             failover_hold_ms: u64::from(config.tick_time_ms),
+            read_only_mode_enabled: config.read_only,
             observe: true,
             #[cfg(feature = "planted-bugs")]
             planted_bug: config

@@ -86,6 +86,7 @@ impl ClusterOptions {
                     4096
                 },
                 bug: None,
+                read_only: false,
             },
         };
         // A quarter of the runs sync every learner by SNAP: otherwise a learner gets one only
@@ -237,6 +238,8 @@ pub struct ClusterWorld {
     pub nemesis_on: bool,
     pub events: u64,
     pub sessions_expired: usize,
+    /// Times a server started serving read-only (`NodeConfig::read_only`).
+    pub read_only_starts: usize,
     pub throttled: usize,
     /// Durability reports that named a zxid past the end of the reader's log (only a
     /// report from before a cut can).
@@ -279,6 +282,7 @@ impl ClusterWorld {
             nemesis_on: false,
             events: 0,
             sessions_expired: 0,
+            read_only_starts: 0,
             throttled: 0,
             stale_reports: 0,
             executed: BTreeMap::new(),
@@ -498,7 +502,11 @@ impl ClusterWorld {
             return;
         };
         replica.store.set_clock(now.mono_ms);
+        let read_only = replica.serving_read_only();
         f(replica, now);
+        if !read_only && replica.serving_read_only() {
+            self.read_only_starts += 1;
+        }
         self.after_input(sid);
     }
 
