@@ -134,3 +134,27 @@ fn seeded_runs_with_read_only_mode_keep_every_guarantee() {
         "no run went read-only: the test exercises nothing"
     );
 }
+
+/// `localSessionsEnabled` and `localSessionsUpgradingEnabled` in every server: sessions are
+/// created and closed on their server without Zab, upgraded by their first ephemeral, expired
+/// when they move; the checker takes a local close as outside the committed order. Every
+/// guarantee still holds, and some runs do close local sessions.
+#[test]
+fn seeded_runs_with_local_sessions_keep_every_guarantee() {
+    let mut local_closes = 0;
+    for seed in 1..=seeds() {
+        let mut options = ClusterOptions::from_seed(seed, None, false);
+        options.node.local_sessions = true;
+        let report = run_cluster(options);
+        assert!(
+            report.failures.is_empty(),
+            "seed {seed} (local sessions): {:?}",
+            report.failures
+        );
+        local_closes += report.local_closes;
+    }
+    assert!(
+        local_closes > 0,
+        "no local session was closed: the test exercises little"
+    );
+}

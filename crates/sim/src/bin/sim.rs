@@ -17,6 +17,8 @@
 //! With `--cluster`, `--read-only` turns on `readonlymode.enabled` in every server: members
 //! cut off from their quorum serve read-only and refuse the simulated clients (which do not
 //! ask for read-only), and stop when the election decides; every check still holds.
+//! `--local-sessions` turns on `localSessionsEnabled` and `localSessionsUpgradingEnabled`:
+//! new sessions are local, their ephemerals upgrade them, their closes are not replicated.
 //! The last line is always `sim: seeds=N failures=F`; the exit code is non-zero when F > 0.
 
 use sim::{run, SimOptions};
@@ -39,8 +41,9 @@ struct Args {
     /// `--force-snapshot-sync`: every sync is a SNAP (`zab::Config::force_snapshot_sync`) in
     /// every run, not only in the quarter of runs whose seed draws it.
     force_snapshot_sync: bool,
-    /// `--read-only` (with `--cluster`).
+    /// `--read-only`, `--local-sessions` (with `--cluster`).
     read_only: bool,
+    local_sessions: bool,
 }
 
 fn parse() -> Result<Args, String> {
@@ -59,6 +62,7 @@ fn parse() -> Result<Args, String> {
         log: false,
         force_snapshot_sync: false,
         read_only: false,
+        local_sessions: false,
     };
     let mut it = std::env::args().skip(1);
     while let Some(a) = it.next() {
@@ -82,6 +86,7 @@ fn parse() -> Result<Args, String> {
             "--force-snapshot-sync" => args.force_snapshot_sync = true,
             "--cluster" => args.cluster = true,
             "--read-only" => args.read_only = true,
+            "--local-sessions" => args.local_sessions = true,
             "--log" => args.log = true,
             "--snapshot-rest" => {
                 let pct = value("--snapshot-rest")?
@@ -331,6 +336,7 @@ fn run_cluster_seeds(args: &Args, seeds: &[u64]) -> ExitCode {
         // The seed draws it for a quarter of the runs; the switch makes it every run.
         opts.node.force_snapshot_sync |= args.force_snapshot_sync;
         opts.node.read_only = args.read_only;
+        opts.node.local_sessions = args.local_sessions;
         let outcome = std::panic::catch_unwind(|| run_cluster(opts));
         ran += 1;
         match outcome {
@@ -369,9 +375,14 @@ fn run_cluster_seeds(args: &Args, seeds: &[u64]) -> ExitCode {
                     }
                     let bug = args.bug.as_ref().map(|b| format!(" --bug {b}"));
                     println!(
-                        "  reproduce: scripts/sim.sh --cluster{}{} --seed {seed}{}",
+                        "  reproduce: scripts/sim.sh --cluster{}{}{} --seed {seed}{}",
                         if args.diskless { " --diskless" } else { "" },
                         if args.read_only { " --read-only" } else { "" },
+                        if args.local_sessions {
+                            " --local-sessions"
+                        } else {
+                            ""
+                        },
                         bug.unwrap_or_default()
                     );
                 }

@@ -34,6 +34,8 @@ pub struct NodeConfig {
     /// `readonlymode.enabled`: members cut off from their quorum serve read-only (the
     /// simulated clients do not ask for it, so they are refused there and move on).
     pub read_only: bool,
+    /// `localSessionsEnabled` and `localSessionsUpgradingEnabled`.
+    pub local_sessions: bool,
 }
 
 pub struct Node {
@@ -148,6 +150,8 @@ impl Node {
             max_session_timeout_ms: config.tick_time_ms * 20,
             failover_hold_ms: u64::from(config.tick_time_ms),
             read_only_mode_enabled: config.read_only,
+            local_sessions_enabled: config.local_sessions,
+            local_sessions_upgrading_enabled: config.local_sessions,
             observe: true,
             #[cfg(feature = "planted-bugs")]
             planted_bug: config
