@@ -86,6 +86,12 @@ async fn run(ensemble: &Ensemble) -> Result<()> {
         .with_can_be_read_only(true);
     let reader = Client::connect(&ensemble.connect_string(), config).await?;
     ensure!(reader.state() == SessionState::ConnectedReadOnly);
+    let mntr = four_letter::mntr(address).await?;
+    ensure!(
+        mntr.get("zk_server_state").map(String::as_str) == Some("read-only")
+            && mntr.get("zk_local_sessions").map(String::as_str) == Some("1"),
+        "mntr in read-only mode: {mntr:?}"
+    );
     let (data, _) = reader.get_data("/ro").await?;
     ensure!(data == b"before");
     let write = reader.set_data("/ro", b"during", -1).await;

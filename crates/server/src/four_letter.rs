@@ -232,7 +232,11 @@ fn mntr(core: &Core) -> String {
             "zk_global_sessions",
             core.replica.session_count().to_string(),
         ),
-        ("zk_local_sessions", "0".into()),
+        // Local sessions and a read-only server's (`localSessionsEnabled`, read-only mode).
+        (
+            "zk_local_sessions",
+            core.replica.local_session_count().to_string(),
+        ),
         ("zk_uptime", core.uptime_ms().to_string()),
         ("zk_connection_drop_probability", "0.0".into()),
         (
