@@ -10,6 +10,8 @@
 #                                                          own replica and storage (sim::cluster);
 #                                                          --all-bugs then plants host bugs too
 #
+# --read-only (with --cluster) turns on readonlymode.enabled in every server; --local-sessions
+# localSessionsEnabled and localSessionsUpgradingEnabled.
 # --snapshot-rest PERCENT (diskless) sets how long busy snapshots rest, as the server's
 # busySnapshotRest does (default 300; 0 = back to back).
 # --diskless runs the servers in diskless mode (DESIGN.md §5) with the diskless host contract

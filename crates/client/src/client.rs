@@ -92,6 +92,7 @@ impl Client {
             events: events_tx.clone(),
             info: info.clone(),
             tls: config.tls.clone(),
+            can_be_read_only: config.can_be_read_only,
         }));
         let client = Client {
             inner: Arc::new(Inner {
@@ -104,7 +105,7 @@ impl Client {
             }),
         };
         match client.wait_for_state(config.connect_timeout).await {
-            SessionState::Connected => Ok(client),
+            SessionState::Connected | SessionState::ConnectedReadOnly => Ok(client),
             SessionState::Disconnected => {
                 // Give up: close the session attempt so the driver task ends.
                 client.close().await;
@@ -114,13 +115,14 @@ impl Client {
         }
     }
 
-    /// Waits up to `limit` for the session to be connected or to end; returns the state then.
+    /// Waits up to `limit` for the session to be connected (read-write, or read-only with
+    /// `can_be_read_only`) or to end; returns the state then.
     pub async fn wait_for_state(&self, limit: Duration) -> SessionState {
         let mut state = self.inner.state.clone();
         let reached = tokio::time::timeout(limit, async {
             loop {
                 let now = *state.borrow_and_update();
-                if now == SessionState::Connected || now.is_terminal() {
+                if now.is_connected() || now.is_terminal() {
                     return now;
                 }
                 if state.changed().await.is_err() {

@@ -16,6 +16,11 @@ pub struct ClientConfig {
     pub auth: Vec<(String, Vec<u8>)>,
     /// TLS to every server ([`ClientConfig::with_tls`]); plaintext when `None`.
     pub tls: Option<crate::tls::TlsClient>,
+    /// Accept a read-only server (ZooKeeper's `canBeReadOnly`): a server cut off from its
+    /// quorum in `readonlymode.enabled` then serves reads, writes fail with NotReadOnly, the
+    /// session state is [`crate::SessionState::ConnectedReadOnly`], and the client looks for
+    /// a read-write server in the background.
+    pub can_be_read_only: bool,
 }
 
 impl Default for ClientConfig {
@@ -25,6 +30,7 @@ impl Default for ClientConfig {
             connect_timeout: Duration::from_secs(30),
             auth: Vec::new(),
             tls: None,
+            can_be_read_only: false,
         }
     }
 }
@@ -48,6 +54,11 @@ impl ClientConfig {
     pub fn with_tls(mut self, tls: &crate::tls::TlsConfig) -> Result<Self, crate::tls::TlsError> {
         self.tls = Some(tls.client()?);
         Ok(self)
+    }
+
+    pub fn with_can_be_read_only(mut self, can_be_read_only: bool) -> Self {
+        self.can_be_read_only = can_be_read_only;
+        self
     }
 
     pub fn with_auth(mut self, scheme: &str, auth: &[u8]) -> Self {

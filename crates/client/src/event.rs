@@ -19,6 +19,9 @@ pub struct WatchedEvent {
 pub enum SessionState {
     /// Connected to a server; requests flow.
     Connected,
+    /// Connected to a read-only server (only with `can_be_read_only`): reads flow, writes fail
+    /// with NotReadOnly; the client looks for a read-write server meanwhile.
+    ConnectedReadOnly,
     /// The connection is lost; the client is looking for a server. The session may still be
     /// alive: requests wait for the next connection.
     Disconnected,
@@ -31,6 +34,14 @@ pub enum SessionState {
 }
 
 impl SessionState {
+    /// Connected, read-write or read-only.
+    pub fn is_connected(self) -> bool {
+        matches!(
+            self,
+            SessionState::Connected | SessionState::ConnectedReadOnly
+        )
+    }
+
     pub fn is_terminal(self) -> bool {
         matches!(
             self,
@@ -42,6 +53,7 @@ impl SessionState {
     pub fn keeper_state(self) -> KeeperState {
         match self {
             SessionState::Connected => KeeperState::SyncConnected,
+            SessionState::ConnectedReadOnly => KeeperState::ConnectedReadOnly,
             SessionState::Disconnected => KeeperState::Disconnected,
             SessionState::Expired => KeeperState::Expired,
             SessionState::AuthFailed => KeeperState::AuthFailed,

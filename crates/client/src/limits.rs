@@ -30,3 +30,12 @@ pub const FRAME_LEN_MAX: usize = proto::limits::JUTE_MAX_BUFFER_DEFAULT as usize
 /// serves again within tens of milliseconds, and doubles up to the maximum.
 pub const RECONNECT_PAUSE_MIN_MS: u64 = 10;
 pub const RECONNECT_PAUSE_MAX_MS: u64 = 1000;
+
+/// While connected to a read-only server, the client asks the other servers whether they serve
+/// read-write (`isro`), as ZooKeeper's `ClientCnxn.pingRwServer` does: first after this long,
+/// the wait doubling up to the maximum (`minPingRwTimeout`, `maxPingRwTimeout`).
+pub const READ_WRITE_PROBE_MIN_MS: u64 = 100;
+pub const READ_WRITE_PROBE_MAX_MS: u64 = 60_000;
+
+/// How long one `isro` question may take before that server counts as not read-write.
+pub const READ_WRITE_PROBE_TIMEOUT_MS: u64 = 1000;

@@ -93,6 +93,7 @@ pub(crate) struct DriverParts {
     pub events: broadcast::Sender<SessionState>,
     pub info: Arc<Mutex<SessionInfo>>,
     pub tls: Option<crate::tls::TlsClient>,
+    pub can_be_read_only: bool,
 }
 
 /// A request written to the server and not yet answered.
@@ -137,6 +138,13 @@ struct Driver {
     in_flight: VecDeque<InFlight>,
     /// Auth replies expected, in order; `None` for credentials replayed on reconnection.
     auth_waiters: VecDeque<Option<oneshot::Sender<Result<()>>>>,
+    /// Accept read-only servers (`canBeReadOnly`).
+    can_be_read_only: bool,
+    /// The current connection is to a read-only server.
+    read_only: bool,
+    /// A read-write server has accepted this session (`seenRwServerBefore`): until then a
+    /// reconnection starts a new session, since a read-only server's sessions are its own.
+    seen_read_write: bool,
 }
 
 /// Runs a session until it ends. Spawned by [`crate::Client::connect`].
@@ -163,6 +171,9 @@ pub(crate) async fn run(parts: DriverParts) {
         tls: parts.tls,
         in_flight: VecDeque::new(),
         auth_waiters: VecDeque::new(),
+        can_be_read_only: parts.can_be_read_only,
+        read_only: false,
+        seen_read_write: false,
     };
     driver.run().instrument(span).await
 }
@@ -201,13 +212,20 @@ impl Driver {
                 let per_host = Duration::from_millis(
                     (self.timeout_ms.max(1000) / self.hosts.len() as i32) as u64,
                 );
+                // `ClientCnxn.primeConnection`: a session only a read-only server has seen
+                // is not renewed elsewhere.
+                let renew = self.seen_read_write || !self.can_be_read_only;
                 let request = ConnectRequest {
                     protocol_version: 0,
                     last_zxid_seen: self.last_zxid,
                     timeout_ms: self.requested_timeout_ms,
-                    session_id: self.session_id,
-                    passwd: self.password.clone(),
-                    read_only: Some(false),
+                    session_id: if renew { self.session_id } else { 0 },
+                    passwd: if renew {
+                        self.password.clone()
+                    } else {
+                        vec![0; proto::limits::SESSION_PASSWORD_LEN]
+                    },
+                    read_only: Some(self.can_be_read_only),
                 };
                 let attempt = tokio::select! {
                     closer = self.close.recv() => {
@@ -238,7 +256,13 @@ impl Driver {
     }
 
     fn accept(&mut self, host: &str, response: ConnectResponse) {
-        let renewed = self.session_id != 0 && self.session_id != response.session_id;
+        let asked = self.seen_read_write || !self.can_be_read_only;
+        let renewed = asked && self.session_id != 0 && self.session_id != response.session_id;
+        self.read_only = response.read_only == Some(true);
+        if self.read_only && !self.can_be_read_only {
+            tracing::error!(%host, "a read-write client got connected to a read-only server");
+        }
+        self.seen_read_write |= !self.read_only;
         if renewed {
             // A server must not hand us a different session for our id; treat it as expiry of ours.
             tracing::warn!("server answered with a different session id");
@@ -264,8 +288,14 @@ impl Driver {
         if let Err(e) = self.prime(&writer).await {
             return Ended::Lost(format!("priming the connection: {e}"));
         }
-        self.set_state(SessionState::Connected);
-        self.watches.deliver_state(KeeperState::SyncConnected);
+        if self.read_only {
+            self.set_state(SessionState::ConnectedReadOnly);
+            self.watches.deliver_state(KeeperState::ConnectedReadOnly);
+        } else {
+            self.set_state(SessionState::Connected);
+            self.watches.deliver_state(KeeperState::SyncConnected);
+        }
+        let mut probe = ReadWriteProbe::new(self.read_only, self.hosts.len(), self.next_host);
         let mut last_recv = Instant::now();
         let mut last_send = Instant::now();
         let mut closing: Option<(i32, Instant)> = None;
@@ -317,6 +347,13 @@ impl Driver {
                     match self.send_close(&writer).await {
                         Some(x) => closing = Some((x, Instant::now() + read_timeout)),
                         None => return Ended::Terminal(SessionState::Closed),
+                    }
+                }
+                // Read-only: is another server read-write again? Then go there.
+                found = probe.next(&self.hosts, self.tls.is_some()), if probe.active() => {
+                    if let Some(index) = found {
+                        self.next_host = index;
+                        return Ended::Lost(format!("{} serves read-write", self.hosts[index]));
                     }
                 }
                 // closeSession unanswered in time: the session is closed as far as we care.
@@ -616,6 +653,77 @@ async fn handshake(
         return Ok(None);
     }
     Ok(Some((reader, writer, response)))
+}
+
+/// While connected to a read-only server: asks the other servers in turn whether they serve
+/// read-write (`isro`), waiting longer after each miss (ZooKeeper's `pingRwServer`). Over TLS
+/// it stays quiet (the four-letter word would need a TLS handshake the Java client does not
+/// make either); the client then finds a read-write server when the read-only one lets it go.
+struct ReadWriteProbe {
+    active: bool,
+    wait_ms: u64,
+    next_at: Instant,
+    /// The next server to ask, as an index into the host list.
+    cursor: usize,
+    /// The server this connection is to.
+    current: usize,
+}
+
+impl ReadWriteProbe {
+    fn new(read_only: bool, hosts: usize, next_host: usize) -> ReadWriteProbe {
+        let hosts = hosts.max(1);
+        ReadWriteProbe {
+            active: read_only && hosts > 1,
+            wait_ms: crate::limits::READ_WRITE_PROBE_MIN_MS,
+            next_at: Instant::now() + Duration::from_millis(crate::limits::READ_WRITE_PROBE_MIN_MS),
+            cursor: next_host % hosts,
+            current: (next_host + hosts - 1) % hosts,
+        }
+    }
+
+    fn active(&self) -> bool {
+        self.active
+    }
+
+    /// Waits for the next question, asks it; the index of a read-write server, if found.
+    async fn next(&mut self, hosts: &[String], tls: bool) -> Option<usize> {
+        if tls || hosts.len() < 2 {
+            self.active = false;
+            return None;
+        }
+        sleep_until(self.next_at).await;
+        if self.cursor % hosts.len() == self.current {
+            self.cursor += 1;
+        }
+        let index = self.cursor % hosts.len();
+        self.cursor = index + 1;
+        let limit = Duration::from_millis(crate::limits::READ_WRITE_PROBE_TIMEOUT_MS);
+        let answer = timeout(limit, ask_isro(&hosts[index])).await;
+        if matches!(&answer, Ok(Ok(word)) if word == "rw") {
+            tracing::info!(host = %hosts[index], "found a read-write server");
+            return Some(index);
+        }
+        self.wait_ms = (self.wait_ms * 2).min(crate::limits::READ_WRITE_PROBE_MAX_MS);
+        self.next_at = Instant::now() + Duration::from_millis(self.wait_ms);
+        None
+    }
+}
+
+/// The answer of `host` to the four-letter word `isro` (`ro`, `rw` or `null`).
+async fn ask_isro(host: &str) -> std::io::Result<String> {
+    use tokio::io::{AsyncReadExt, AsyncWriteExt};
+    let mut stream = TcpStream::connect(host).await?;
+    stream.write_all(b"isro").await?;
+    let mut answer = [0u8; 16];
+    let mut len = 0;
+    while len < answer.len() {
+        let n = stream.read(&mut answer[len..]).await?;
+        if n == 0 {
+            break;
+        }
+        len += n;
+    }
+    Ok(String::from_utf8_lossy(&answer[..len]).trim().to_string())
 }
 
 /// Encodes one frame: the length prefix, then whatever `body` writes.

@@ -1198,7 +1198,11 @@ fn a_zookeeper_ensemble_across_a_leader_change_imports_equal() {
     // ensemble writes its own members there (and never takes ZooKeeper's old addresses).
     let config = "/zookeeper/config";
     assert!(
-        !expected[config].data.as_deref().unwrap_or_default().is_empty(),
+        !expected[config]
+            .data
+            .as_deref()
+            .unwrap_or_default()
+            .is_empty(),
         "ZooKeeper's ensemble filled its configuration node"
     );
     assert_eq!(found[config].data.as_deref(), Some(&b""[..]));

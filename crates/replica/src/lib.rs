@@ -21,16 +21,20 @@
 //!   [`boot`]: what a member starts Zab from.
 //! * [`session_tracker`], [`watch_manager`], [`java_random`], [`replies`], [`stats`]: sessions'
 //!   expiry, watches, ZooKeeper-compatible session passwords, reply frames, counters.
+//! * [`local_sessions`], [`read_only`]: sessions that live on one server only, and serving
+//!   reads while cut off from the quorum (`localSessionsEnabled`, `readonlymode.enabled`).
 //! * [`limits`]: every bound the replica enforces.
 
 pub mod boot;
 pub mod ensemble;
 pub mod java_random;
 pub mod limits;
+pub mod local_sessions;
 pub mod now;
 pub mod output;
 #[cfg(feature = "planted-bugs")]
 pub mod planted;
+pub mod read_only;
 mod reads;
 #[allow(clippy::module_inception)]
 pub mod replica;

@@ -18,3 +18,8 @@ pub const HELD_CONNECTS_MAX: usize = 60_000;
 /// Sessions whose highest taken cxid a leader remembers beyond the live ones (see
 /// `Ensemble::taken_cxid`): past it, the entries of ended sessions are dropped.
 pub const TAKEN_SESSIONS_MAX: usize = 100_000;
+
+/// Session owners (for SessionMoved) a leader keeps beyond twice its live sessions before it
+/// drops those of sessions the tree does not hold (local sessions of other members, closed
+/// ones); see `Replica::forget_owners_of_ended_sessions`.
+pub const OWNERS_SLACK_MAX: usize = 10_000;

@@ -14,6 +14,8 @@
 
 use crate::ensemble::Ensemble;
 use crate::java_random::session_password;
+use crate::local_sessions::LocalSessions;
+use crate::read_only::ReadOnly;
 use crate::replies::{connect_frame, event_frame, reply_frame, reply_frame_with};
 use crate::sasl::SaslOutcome;
 use crate::session_tracker::SessionTracker;
@@ -169,6 +171,10 @@ pub struct Replica<S: Store> {
     pub ensemble: Option<Box<Ensemble>>,
     /// What the host is to do, in order; see [`Replica::take_outputs`].
     pub(crate) outputs: Vec<Output>,
+    /// Sessions created here without Zab (`localSessionsEnabled`; [`crate::local_sessions`]).
+    pub(crate) local_sessions: LocalSessions,
+    /// Read-only mode ([`crate::read_only`]).
+    pub(crate) read_only: ReadOnly,
 }
 
 /// What recovery did at start-up, for mntr.
@@ -202,6 +208,8 @@ impl<S: Store> Replica<S> {
             load_ms,
         };
         Replica {
+            local_sessions: LocalSessions::new(settings.tick_time_ms),
+            read_only: ReadOnly::default(),
             next_container_check_ms: now.mono_ms + settings.container_check_interval_ms,
             prep: Prep::with_quota_enforced(settings.enforce_quota),
             settings,
@@ -359,6 +367,10 @@ impl<S: Store> Replica<S> {
             timeout_ms: 0,
         };
         self.conns.insert(conn, c);
+        if self.read_only.is_active() {
+            self.read_only_connect(conn, peer, req);
+            return;
+        }
         if let Some(ensemble) = self.ensemble.as_deref() {
             if !ensemble.serving {
                 let role = ensemble.role_name();
@@ -392,13 +404,11 @@ impl<S: Store> Replica<S> {
             self.close_conn(conn);
             return;
         }
-        let (min, max) = (
-            self.settings.min_session_timeout_ms,
-            self.settings.max_session_timeout_ms,
-        );
-        let timeout_ms = (req.timeout_ms.max(0) as u32).clamp(min, max.max(min));
+        let timeout_ms = self.negotiate_timeout(req.timeout_ms);
         if req.session_id == 0 {
-            if self.ensemble.is_some() {
+            if self.local_sessions_on() {
+                self.create_local_session(conn, timeout_ms, req.read_only);
+            } else if self.ensemble.is_some() {
                 self.ensemble_create_session(conn, timeout_ms, req.read_only);
             } else {
                 self.create_session(conn, timeout_ms, req.read_only);
@@ -406,6 +416,16 @@ impl<S: Store> Replica<S> {
         } else {
             self.reattach_session(conn, req, timeout_ms);
         }
+    }
+
+    /// The session timeout a client asking for `requested_ms` gets: clamped to
+    /// [minSessionTimeout, maxSessionTimeout].
+    pub(crate) fn negotiate_timeout(&self, requested_ms: i32) -> u32 {
+        let (min, max) = (
+            self.settings.min_session_timeout_ms,
+            self.settings.max_session_timeout_ms,
+        );
+        (requested_ms.max(0) as u32).clamp(min, max.max(min))
     }
 
     /// Diskless (DESIGN.md §5): a serving member of epoch e holds every write of earlier epochs
@@ -447,6 +467,10 @@ impl<S: Store> Replica<S> {
 
     fn reattach_session(&mut self, conn: ConnId, req: ConnectRequest, timeout_ms: u32) {
         let session_id = req.session_id;
+        // A local session is this server's to judge, not the leader's.
+        if self.ensemble.is_some() && self.reattach_local(conn, &req, timeout_ms) {
+            return;
+        }
         // In an ensemble the leader decides whether the session lives (this server may not
         // have applied its creation yet).
         let known = self.ensemble.is_some() || self.tree.sessions().contains_key(&session_id);
@@ -476,7 +500,7 @@ impl<S: Store> Replica<S> {
             timeout_ms: 0,
             session_id: 0,
             passwd: vec![0; 16],
-            read_only: read_only.map(|_| false),
+            read_only: read_only.map(|_| self.serving_read_only()),
         };
         self.send(conn, connect_frame(&expired), false);
         self.close_conn(conn);
@@ -522,7 +546,7 @@ impl<S: Store> Replica<S> {
             timeout_ms: timeout_ms as i32,
             session_id,
             passwd: session_password(session_id).to_vec(),
-            read_only: read_only.map(|_| false),
+            read_only: read_only.map(|_| self.serving_read_only()),
         };
         self.send(conn, connect_frame(&response), false);
     }
@@ -586,7 +610,7 @@ impl<S: Store> Replica<S> {
                 return;
             }
         };
-        if !self.tree.sessions().contains_key(&session_id) {
+        if !self.tree.sessions().contains_key(&session_id) && !self.is_local_session(session_id) {
             self.finish_reply(
                 conn,
                 xid,
@@ -596,6 +620,19 @@ impl<S: Store> Replica<S> {
                 received_ms,
             );
             return;
+        }
+        if self.read_only.is_active() {
+            // Nothing waits on a read-only server: reads now, writes refused in handle_read.
+            self.handle_read(conn, xid, request, received_ms);
+            return;
+        }
+        if self.ensemble.is_some()
+            && matches!(request, Request::CloseSession)
+            && self.is_local_session(session_id)
+        {
+            // A local session's close is not replicated: answered here, in the connection's
+            // turn behind its earlier writes (see `answer_write_here`).
+            return self.ensemble_read(conn, xid, request, received_ms);
         }
         if self.ensemble.is_some() {
             if request.is_write() || matches!(request, Request::Sync(_)) {
@@ -629,8 +666,13 @@ impl<S: Store> Replica<S> {
             return None;
         };
         self.stats.packets_received += 1;
-        self.sessions.touch(session_id, self.now_ms());
-        self.note_session_activity(session_id);
+        if self.is_local_session(session_id) {
+            // Nobody else knows it: the leader is not told.
+            self.touch_local(session_id);
+        } else {
+            self.sessions.touch(session_id, self.now_ms());
+            self.note_session_activity(session_id);
+        }
         if let Some(c) = self.conns.get_mut(&conn) {
             c.stats.packets_received += 1;
             c.stats.last_cxid = xid;
@@ -800,6 +842,9 @@ impl<S: Store> Replica<S> {
         let zxid = txn.header.zxid;
         let mut triggers = Vec::new();
         let outcome = self.tree.apply(&txn, &mut triggers);
+        if matches!(outcome, TxnOutcome::SessionCreated) {
+            self.session_committed(txn.header.client_id);
+        }
         self.prep.applied(zxid);
         self.store.applied(&self.tree, &txn);
         #[allow(unused_mut)]
@@ -900,7 +945,7 @@ impl<S: Store> Replica<S> {
         }
     }
 
-    fn on_session_closed(&mut self, session_id: i64) {
+    pub(crate) fn on_session_closed(&mut self, session_id: i64) {
         self.sessions.remove(session_id);
         if let Some(conn) = self.session_conn.remove(&session_id) {
             if let Some(c) = self.conns.get_mut(&conn) {
@@ -920,6 +965,12 @@ impl<S: Store> Replica<S> {
         request: Request,
         received_ms: u64,
     ) {
+        let refused_sync = matches!(request, Request::Sync(_)) && self.serving_read_only();
+        if request.is_write() || refused_sync {
+            // Only writes this server answers itself come here (see `answer_write_here`); a
+            // standalone server answers sync as a read.
+            return self.answer_write_here(conn, xid, &request, received_ms);
+        }
         let zxid = self.last_zxid();
         if let Request::Auth(packet) = &request {
             return self.handle_auth(conn, xid, packet, received_ms);
@@ -1005,6 +1056,9 @@ impl<S: Store> Replica<S> {
             self.store.idle(&self.tree);
         }
         self.report_session_activity();
+        self.expire_local_sessions();
+        self.forget_owners_of_ended_sessions();
+        self.check_read_only();
         self.check_hold_bound();
         if let Some(ensemble) = self.ensemble.as_deref() {
             #[cfg(feature = "planted-bugs")]

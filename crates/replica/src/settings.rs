@@ -35,6 +35,15 @@ pub struct Settings {
     /// The members the configuration file lists, written to `/zookeeper/config` by the first
     /// leader of an ensemble (empty for a standalone server).
     pub initial_config: crate::ensemble::server_spec::ConfigText,
+    /// `localSessionsEnabled`: an ensemble member creates new sessions locally, without a
+    /// Zab round (see [`crate::local_sessions`]).
+    pub local_sessions_enabled: bool,
+    /// `localSessionsUpgradingEnabled`: a local session that creates an ephemeral is made
+    /// global first; without it the create fails with EphemeralOnLocalSession.
+    pub local_sessions_upgrading_enabled: bool,
+    /// `readonlymode.enabled`: a member cut off from its quorum serves reads to clients that
+    /// accept a read-only server (see [`crate::read_only`]).
+    pub read_only_mode_enabled: bool,
     /// Output [`crate::Output::Observed`] for a checker (the simulator).
     pub observe: bool,
     /// A deliberately wrong variant, for the simulator to catch.
@@ -69,6 +78,9 @@ impl Default for Settings {
             reconfig_enabled: false,
             standalone_enabled: true,
             initial_config: Default::default(),
+            local_sessions_enabled: false,
+            local_sessions_upgrading_enabled: false,
+            read_only_mode_enabled: false,
             observe: false,
             #[cfg(feature = "planted-bugs")]
             planted_bug: None,

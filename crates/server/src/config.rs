@@ -144,6 +144,13 @@ pub struct ServerConfig {
     pub reconfig_enabled: bool,
     /// `standaloneEnabled`: a reconfiguration must leave two voters.
     pub standalone_enabled: bool,
+    /// `localSessionsEnabled`: ensemble members create new sessions locally (docs/ensemble.md).
+    pub local_sessions_enabled: bool,
+    /// `localSessionsUpgradingEnabled`: a local session creating an ephemeral becomes global.
+    pub local_sessions_upgrading_enabled: bool,
+    /// `readonlymode.enabled` (zoo.cfg, or `-Dreadonlymode.enabled=true` in SERVER_JVMFLAGS):
+    /// a member cut off from its quorum serves reads to read-only clients.
+    pub read_only_mode_enabled: bool,
     pub sync_limit: Option<u32>,
     /// The `server.N` lines, sorted by id.
     pub servers: Vec<ServerLine>,
@@ -196,6 +203,9 @@ impl ServerConfig {
             failover_hold_ms: None,
             reconfig_enabled: false,
             standalone_enabled: true,
+            local_sessions_enabled: false,
+            local_sessions_upgrading_enabled: false,
+            read_only_mode_enabled: false,
             servers: Vec::new(),
             entries: Vec::new(),
             warnings: Vec::new(),

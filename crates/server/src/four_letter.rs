@@ -69,7 +69,8 @@ pub fn run(core: &mut Core, cmd: &str, asker: std::net::SocketAddr) -> String {
         cmd,
         "srvr" | "stat" | "mntr" | "cons" | "dump" | "wchs" | "wchc" | "wchp" | "hash"
     ) || cmd == LEADER_QUERY;
-    if needs_serving && core.replica.ensemble.as_deref().is_some_and(|r| !r.serving) {
+    let read_only = core.replica.serving_read_only();
+    if needs_serving && !read_only && core.replica.ensemble.as_deref().is_some_and(|r| !r.serving) {
         return NOT_SERVING.to_string();
     }
     match cmd {
@@ -83,7 +84,12 @@ pub fn run(core: &mut Core, cmd: &str, asker: std::net::SocketAddr) -> String {
         "wchs" => wchs(core),
         "wchc" => wchc(core),
         "wchp" => wchp(core),
-        "isro" => "rw".to_string(),
+        // `IsroCommand`: "null" while no server runs (a member between leaders, not read-only).
+        "isro" => match core.replica.ensemble.as_deref() {
+            _ if read_only => "ro".to_string(),
+            Some(e) if !e.serving => "null".to_string(),
+            _ => "rw".to_string(),
+        },
         "crst" => {
             for c in core.replica.conns.values_mut() {
                 c.stats.reset();
@@ -123,6 +129,9 @@ fn version_line() -> String {
 fn srvr(core: &Core, asker: Option<std::net::SocketAddr>) -> String {
     let mut out = String::new();
     let _ = writeln!(out, "Zookeeper version: {}", version_line());
+    if core.replica.serving_read_only() {
+        out.push_str("READ-ONLY mode; serving only read-only clients\n");
+    }
     if let Some(asker) = asker {
         out.push_str("Clients:\n");
         let _ = writeln!(out, " /{asker}[0](queued=0,recved=1,sent=0)");
@@ -174,6 +183,7 @@ fn srvr(core: &Core, asker: Option<std::net::SocketAddr>) -> String {
 /// `standalone`, or the member's role as ZooKeeper names it.
 fn server_state(core: &Core) -> &'static str {
     match core.replica.ensemble.as_deref() {
+        _ if core.replica.serving_read_only() => "read-only",
         None => "standalone",
         Some(r) => r.role_name(),
     }
@@ -222,7 +232,11 @@ fn mntr(core: &Core) -> String {
             "zk_global_sessions",
             core.replica.session_count().to_string(),
         ),
-        ("zk_local_sessions", "0".into()),
+        // Local sessions and a read-only server's (`localSessionsEnabled`, read-only mode).
+        (
+            "zk_local_sessions",
+            core.replica.local_session_count().to_string(),
+        ),
         ("zk_uptime", core.uptime_ms().to_string()),
         ("zk_connection_drop_probability", "0.0".into()),
         (

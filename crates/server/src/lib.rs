@@ -34,6 +34,9 @@ use std::sync::Arc;
 use tokio::net::TcpListener;
 use tokio::sync::{mpsc, Semaphore};
 
+/// The JVM flag that turns read-only mode on in ZooKeeper (`-Dreadonlymode.enabled=true`).
+const READ_ONLY_PROPERTY: &str = "readonlymode.enabled";
+
 /// A server started with [`start`]: where it listens, and how to stop it.
 pub struct RunningServer {
     /// The plaintext (or unified) client port; the TLS one when there is no other.
@@ -179,6 +182,17 @@ pub async fn start(config: ServerConfig) -> Result<RunningServer, StartError> {
     };
     let jvm_flags = std::env::var(sasl::SERVER_JVMFLAGS).ok();
     let mut config = config;
+    // ZooKeeper reads `readonlymode.enabled` only as a JVM flag (`Boolean.getBoolean`).
+    if let Some(value) = jvm_flags
+        .as_deref()
+        .and_then(|flags| ::sasl::jvm_flags::system_property(flags, READ_ONLY_PROPERTY))
+    {
+        config.read_only_mode_enabled = value.eq_ignore_ascii_case("true");
+    }
+    if config.read_only_mode_enabled {
+        // As ZooKeeper's `FourLetterCommands`: clients look for a read-write server with it.
+        config.four_letter_words.allow("isro");
+    }
     if let Some(flags) = jvm_flags.as_deref().filter(|f| f.contains("-Dzookeeper.")) {
         // The SASL keys may come as system properties in SERVER_JVMFLAGS too (zoo.cfg wins).
         let (settings, warnings) = config::sasl_settings_with_jvm_flags(&config.entries, flags)
@@ -463,6 +477,9 @@ fn replica_settings(config: &ServerConfig, jvm_flags: Option<&str>) -> replica::
         failover_hold_ms: config
             .failover_hold_ms
             .unwrap_or(u64::from(config.tick_time_ms)),
+        local_sessions_enabled: config.local_sessions_enabled,
+        local_sessions_upgrading_enabled: config.local_sessions_upgrading_enabled,
+        read_only_mode_enabled: config.read_only_mode_enabled,
         container_max_per_minute: config.container_max_per_minute,
         // `znode.container.maxNeverUsedIntervalMs` (default 0: never-used containers are kept).
         container_max_never_used_ms: config

@@ -201,7 +201,7 @@ pub fn check_history(history: &[OpRecord], order: &CommitTree<'_>) -> Vec<String
                     }
                 }
             }
-            OpResult::Refused | OpResult::Watched { .. } => {}
+            OpResult::Refused | OpResult::Watched { .. } | OpResult::ClosedLocally => {}
         }
     }
 

@@ -49,7 +49,7 @@ impl World {
                 }
                 let zxid = match &result {
                     OpResult::Written { zxid, .. } | OpResult::Read { zxid, .. } => Some(*zxid),
-                    OpResult::Refused | OpResult::Watched { .. } => None,
+                    OpResult::Refused | OpResult::Watched { .. } | OpResult::ClosedLocally => None,
                 };
                 if let Some(z) = zxid {
                     let c = &mut self.clients[ci];

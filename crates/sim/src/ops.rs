@@ -84,6 +84,9 @@ pub enum OpResult {
     Refused,
     /// A watch was set at the server's state after `zxid`.
     Watched { zxid: Zxid },
+    /// A local session (`localSessionsEnabled`) was closed on its server: not replicated, so
+    /// not in the committed order.
+    ClosedLocally,
 }
 
 /// One operation in the history. `result` None means the outcome is unknown (connection lost

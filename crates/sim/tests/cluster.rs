@@ -169,3 +169,50 @@ fn holding_the_clients_of_an_excluded_member_is_caught_at_its_seed() {
         report.failures
     );
 }
+
+/// `readonlymode.enabled` in every server: members cut off from their quorum serve read-only
+/// (refusing the simulated clients, which do not ask for it) and stop when the election
+/// decides. Every guarantee still holds, and some runs do go read-only.
+#[test]
+fn seeded_runs_with_read_only_mode_keep_every_guarantee() {
+    let mut starts = 0;
+    for seed in 1..=seeds() {
+        let mut options = ClusterOptions::from_seed(seed, None, false);
+        options.node.read_only = true;
+        let report = run_cluster(options);
+        assert!(
+            report.failures.is_empty(),
+            "seed {seed} (read-only mode): {:?}",
+            report.failures
+        );
+        starts += report.read_only_starts;
+    }
+    assert!(
+        starts > 0,
+        "no run went read-only: the test exercises nothing"
+    );
+}
+
+/// `localSessionsEnabled` and `localSessionsUpgradingEnabled` in every server: sessions are
+/// created and closed on their server without Zab, upgraded by their first ephemeral, expired
+/// when they move; the checker takes a local close as outside the committed order. Every
+/// guarantee still holds, and some runs do close local sessions.
+#[test]
+fn seeded_runs_with_local_sessions_keep_every_guarantee() {
+    let mut local_closes = 0;
+    for seed in 1..=seeds() {
+        let mut options = ClusterOptions::from_seed(seed, None, false);
+        options.node.local_sessions = true;
+        let report = run_cluster(options);
+        assert!(
+            report.failures.is_empty(),
+            "seed {seed} (local sessions): {:?}",
+            report.failures
+        );
+        local_closes += report.local_closes;
+    }
+    assert!(
+        local_closes > 0,
+        "no local session was closed: the test exercises little"
+    );
+}

@@ -49,6 +49,7 @@ fn read_client_configuration(path: &str) -> Result<Option<client::tls::TlsClient
 pub fn main(args: Vec<String>) -> i32 {
     let mut server = "127.0.0.1:2181".to_string();
     let mut tls = None;
+    let mut read_only = false;
     let mut rest = args.as_slice();
     while let Some(first) = rest.first() {
         match first.as_str() {
@@ -74,10 +75,15 @@ pub fn main(args: Vec<String>) -> i32 {
                 }
                 rest = &rest[2..];
             }
+            // zkCli's `-r`: a read-only server will do (readonlymode.enabled).
+            "-r" => {
+                read_only = true;
+                rest = &rest[1..];
+            }
             "-h" | "--help" | "-help" => {
                 eprintln!(
                     "usage: meerkat cli [-server host:port[,host:port...][/chroot]] \
-                     [-client-configuration FILE] [cmd args]"
+                     [-client-configuration FILE] [-r] [cmd args]"
                 );
                 return shell::EXIT_OK;
             }
@@ -95,6 +101,7 @@ pub fn main(args: Vec<String>) -> i32 {
         }
     };
     shell.tls = tls;
+    shell.read_only = read_only;
     if interactive_mode {
         println!("Connecting to {server}");
         shell.connect(&server);

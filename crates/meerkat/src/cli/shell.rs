@@ -72,6 +72,8 @@ pub struct Shell {
     pub history: Vec<String>,
     /// TLS for every connection (`-client-configuration` with `zookeeper.client.secure=true`).
     pub tls: Option<client::tls::TlsClient>,
+    /// zkCli's `-r`: accept a read-only server (`canBeReadOnly`).
+    pub read_only: bool,
 }
 
 /// A failure of a command: the message, and whether the command was unknown.
@@ -110,6 +112,7 @@ impl Shell {
             print_session_events,
             history: Vec::new(),
             tls: None,
+            read_only: false,
         })
     }
 
@@ -119,7 +122,9 @@ impl Shell {
             self.runtime.block_on(old.close());
         }
         self.server = server.to_string();
-        let mut config = ClientConfig::default().with_connect_timeout(Duration::from_secs(15));
+        let mut config = ClientConfig::default()
+            .with_connect_timeout(Duration::from_secs(15))
+            .with_can_be_read_only(self.read_only);
         config.tls = self.tls.clone();
         match self.runtime.block_on(Client::connect(server, config)) {
             Ok(client) => {
@@ -144,6 +149,7 @@ impl Shell {
         let state = match &self.client {
             Some(c) => match c.state() {
                 client::SessionState::Connected => "CONNECTED",
+                client::SessionState::ConnectedReadOnly => "CONNECTEDREADONLY",
                 client::SessionState::Disconnected => "CONNECTING",
                 client::SessionState::Expired | client::SessionState::Closed => "CLOSED",
                 client::SessionState::AuthFailed => "AUTH_FAILED",
@@ -635,7 +641,7 @@ impl Shell {
 
     fn usage(&self) {
         let mut text = String::from(
-            "ZooKeeper -server host:port -client-configuration properties-file cmd args\n",
+            "ZooKeeper -server host:port -client-configuration properties-file [-r] cmd args\n",
         );
         for (name, usage) in COMMANDS {
             text.push_str(&format!("\t{name} {usage}\n"));

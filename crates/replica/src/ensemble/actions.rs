@@ -55,6 +55,7 @@ impl<S: Store> Replica<S> {
         }
         self.label_applied_state();
         self.update_serving();
+        self.check_read_only();
     }
 
     /// Diskless (DESIGN.md §5): once Zab serves, the applied state holds its epoch's whole
@@ -440,10 +441,7 @@ impl<S: Store> Replica<S> {
 
     fn hold_when_excluded_planted(&self) -> bool {
         #[cfg(feature = "planted-bugs")]
-        if self
-            .settings
-            .bug(crate::planted::HostBug::HoldWhenExcluded)
-        {
+        if self.settings.bug(crate::planted::HostBug::HoldWhenExcluded) {
             return true;
         }
         false

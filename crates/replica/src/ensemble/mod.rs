@@ -21,5 +21,5 @@ mod requests;
 pub mod server_spec;
 mod state;
 
-pub(crate) use state::Work;
 pub use state::{Ensemble, EnsembleStats};
+pub(crate) use state::{Waiting, Work};

@@ -58,6 +58,8 @@ impl<S: Store> Replica<S> {
 
     /// Proposes a local client's write here, or forwards it to the leader.
     pub(crate) fn send_write(&mut self, conn: ConnId, session_id: i64, xid: i32, request: Request) {
+        // A local session's ephemeral: its upgrade goes first, on the same link.
+        self.upgrade_if_needed(session_id, &request);
         let auth_ids = self.auth_ids(conn);
         let Some(ensemble) = self.ensemble() else {
             return;
@@ -458,8 +460,9 @@ impl<S: Store> Replica<S> {
                     // sync is a no-op transaction through Zab: once this server applies it,
                     // it has applied every write committed before the sync was proposed.
                     error_txn(session_id, xid, zxid, time_ms, ErrorCode::Ok)
-                } else if !self.tree.sessions().contains_key(&session_id) {
-                    error_txn(session_id, xid, zxid, time_ms, ErrorCode::SessionExpired)
+                } else if let Some(txn) = self.refuse_session_write(session_id, xid, zxid, &request)
+                {
+                    txn
                 } else if let Request::Reconfig(request) = &request {
                     self.prepare_reconfig(super::reconfig::ReconfigCall {
                         session_id,

@@ -26,6 +26,12 @@ initLimit=TICKS                  (none)         time for a follower to connect a
 syncLimit=TICKS                  (none)         how far a follower may lag; required with 2+ participants
 failoverHoldMs=MS                tickTime       how long a member without a leader holds its clients' connections
                                                 and requests before closing them; 0 = close at once (ZooKeeper's way)
+localSessionsEnabled=true|false  false          ensemble: new sessions live on their server only, without a Zab round
+localSessionsUpgradingEnabled=true|false
+                                 false          a local session creating an ephemeral becomes global first
+                                                (else the create fails with EphemeralOnLocalSession)
+readonlymode.enabled=true|false  false          a member without a quorum for max(2 s, tickTime) serves reads to
+                                                read-only clients; also -Dreadonlymode.enabled=true in SERVER_JVMFLAGS
 server.N=HOST:QUORUM_PORT:ELECTION_PORT[:participant|observer][;[HOST:]CLIENT_PORT]
                                  (none)         ensemble member N (N is in that server's dataDir/myid)
 dynamicConfigFile=PATH           (none)         a file holding the server.N lines (ZooKeeper 3.5+'s zoo.cfg.dynamic.*)

@@ -41,6 +41,9 @@ pub(super) enum Setting {
     FailoverHold,
     ReconfigEnabled,
     StandaloneEnabled,
+    LocalSessions,
+    LocalSessionsUpgrading,
+    ReadOnlyMode,
 }
 
 pub(super) struct SettingKey {
@@ -115,6 +118,15 @@ pub(super) const SETTINGS: &[SettingKey] = &[
     key("failoverHoldMs", Setting::FailoverHold, false),
     key("reconfigEnabled", Setting::ReconfigEnabled, false),
     key("standaloneEnabled", Setting::StandaloneEnabled, false),
+    key("localSessionsEnabled", Setting::LocalSessions, false),
+    key(
+        "localSessionsUpgradingEnabled",
+        Setting::LocalSessionsUpgrading,
+        false,
+    ),
+    // ZooKeeper reads it only as the JVM flag `-Dreadonlymode.enabled=true` (also read from
+    // SERVER_JVMFLAGS); meerkat takes it from zoo.cfg too.
+    key("readonlymode.enabled", Setting::ReadOnlyMode, false),
 ];
 
 /// How an ignored key's value is checked. ZooKeeper itself fails on a bad boolean or integer for
@@ -152,8 +164,6 @@ pub(super) const IGNORED: &[IgnoredKey] = &[
     ignored("observerMasterPort", Check::Int, None),
     ignored("clientPortListenBacklog", Check::Int, None),
     ignored("connectToLearnerMasterLimit", Check::Int, None),
-    ignored("localSessionsEnabled", Check::Bool, Some("false")),
-    ignored("localSessionsUpgradingEnabled", Check::Bool, None),
     ignored("electionAlg", Check::ElectionAlg, Some("3")),
     ignored("quorumListenOnAllIPs", Check::Bool, Some("false")),
     ignored("peerType", Check::PeerType, Some("participant")),
@@ -266,7 +276,6 @@ pub(super) const IGNORED: &[IgnoredKey] = &[
         None,
     ),
     ignored("ensembleAuthName", Check::Any, None),
-    ignored("readonlymode.enabled", Check::Any, Some("false")),
     ignored(
         "follower.skipLearnerRequestToNextProcessor",
         Check::Any,

@@ -511,6 +511,12 @@ fn assign(config: &mut ServerConfig, setting: Setting, value: &str) -> Result<()
         }
         S::ReconfigEnabled => config.reconfig_enabled = values::java_bool(value)?,
         S::StandaloneEnabled => config.standalone_enabled = values::java_bool(value)?,
+        S::LocalSessions => config.local_sessions_enabled = values::java_bool(value)?,
+        S::LocalSessionsUpgrading => {
+            config.local_sessions_upgrading_enabled = values::java_bool(value)?
+        }
+        // Java's `Boolean.getBoolean`: "true" in any case is true, anything else false.
+        S::ReadOnlyMode => config.read_only_mode_enabled = value.eq_ignore_ascii_case("true"),
     }
     Ok(())
 }

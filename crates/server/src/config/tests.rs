@@ -1131,5 +1131,30 @@ fn the_server_lines_of_a_dynamic_config_file_are_read() {
     std::fs::write(&dynamic, "server.1=127.0.0.1:2888:3888\nversion=1\n").expect("write");
     let text = with_data_dir(&format!("dynamicConfigFile={}\n", dynamic.display()));
     let error = parse_err(&text);
-    assert!(error.to_string().contains("shouldn't have version inside"), "{error}");
+    assert!(
+        error.to_string().contains("shouldn't have version inside"),
+        "{error}"
+    );
+}
+
+#[test]
+fn local_sessions_and_read_only_mode_are_read() {
+    let config = parse(&with_data_dir(
+        "localSessionsEnabled=true\nlocalSessionsUpgradingEnabled=TRUE\nreadonlymode.enabled=True\n",
+    ));
+    assert!(config.local_sessions_enabled);
+    assert!(config.local_sessions_upgrading_enabled);
+    assert!(config.read_only_mode_enabled);
+    assert!(config.warnings.is_empty(), "{:?}", config.warnings);
+    let config = parse(&with_data_dir("readonlymode.enabled=yes\n"));
+    assert!(
+        !config.read_only_mode_enabled,
+        "Boolean.getBoolean: only \"true\" is true"
+    );
+    let defaults = parse(&with_data_dir(""));
+    assert!(!defaults.local_sessions_enabled);
+    assert!(!defaults.local_sessions_upgrading_enabled);
+    assert!(!defaults.read_only_mode_enabled);
+    let err = parse_err(&with_data_dir("localSessionsEnabled=maybe\n"));
+    assert!(err.to_string().contains("localSessionsEnabled"), "{err}");
 }

@@ -52,6 +52,13 @@ impl FourLetterWhitelist {
         self.all || self.commands.contains(cmd)
     }
 
+    /// Enables `cmd` too (`isro` in read-only mode, as ZooKeeper adds it).
+    pub fn allow(&mut self, cmd: &str) {
+        if !self.all {
+            self.commands.insert(cmd.to_string());
+        }
+    }
+
     /// True when the list was `*`.
     pub fn allows_all(&self) -> bool {
         self.all
@@ -149,5 +156,18 @@ mod tests {
         let whitelist = FourLetterWhitelist::parse("RUOK");
         assert!(!whitelist.allows("ruok"));
         assert!(whitelist.allows("RUOK"));
+    }
+
+    #[test]
+    fn allow_adds_a_command_once_and_keeps_star() {
+        let mut whitelist = FourLetterWhitelist::default();
+        assert!(!whitelist.allows("isro"));
+        whitelist.allow("isro");
+        whitelist.allow("isro");
+        assert!(whitelist.allows("isro") && whitelist.allows("srvr"));
+        assert_eq!(whitelist.commands().count(), 2);
+        let mut all = FourLetterWhitelist::all();
+        all.allow("isro");
+        assert!(all.allows_all() && all.allows("isro"));
     }
 }

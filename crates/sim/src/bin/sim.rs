@@ -14,6 +14,11 @@
 //! (`sim::cluster`) instead of the model; `--bug` then also takes the host's planted bugs;
 //! `--force-snapshot-sync` makes every sync a SNAP (it reproduces an open durability bug, see
 //! docs/verification.md, so it is off unless asked for).
+//! With `--cluster`, `--read-only` turns on `readonlymode.enabled` in every server: members
+//! cut off from their quorum serve read-only and refuse the simulated clients (which do not
+//! ask for read-only), and stop when the election decides; every check still holds.
+//! `--local-sessions` turns on `localSessionsEnabled` and `localSessionsUpgradingEnabled`:
+//! new sessions are local, their ephemerals upgrade them, their closes are not replicated.
 //! The last line is always `sim: seeds=N failures=F`; the exit code is non-zero when F > 0.
 
 use sim::{run, SimOptions};
@@ -38,6 +43,9 @@ struct Args {
     force_snapshot_sync: bool,
     /// `--reconfig` (cluster, durable): clients reconfigure in every run, not in a quarter.
     reconfig: bool,
+    /// `--read-only`, `--local-sessions` (with `--cluster`).
+    read_only: bool,
+    local_sessions: bool,
 }
 
 fn parse() -> Result<Args, String> {
@@ -56,6 +64,8 @@ fn parse() -> Result<Args, String> {
         log: false,
         force_snapshot_sync: false,
         reconfig: false,
+        read_only: false,
+        local_sessions: false,
     };
     let mut it = std::env::args().skip(1);
     while let Some(a) = it.next() {
@@ -79,6 +89,8 @@ fn parse() -> Result<Args, String> {
             "--force-snapshot-sync" => args.force_snapshot_sync = true,
             "--reconfig" => args.reconfig = true,
             "--cluster" => args.cluster = true,
+            "--read-only" => args.read_only = true,
+            "--local-sessions" => args.local_sessions = true,
             "--log" => args.log = true,
             "--snapshot-rest" => {
                 let pct = value("--snapshot-rest")?
@@ -317,6 +329,7 @@ fn run_cluster_seeds(args: &Args, seeds: &[u64]) -> ExitCode {
     std::panic::set_hook(Box::new(|info| eprintln!("panic: {info}")));
     let (mut ran, mut failures) = (0u64, 0u64);
     let (mut committed, mut answered, mut throttled, mut expired, mut crashes) = (0, 0, 0, 0, 0);
+    let mut read_only_starts = 0;
     let mut stale = 0;
     // Diskless: (lost writes, span ms) per loss after a power loss, and the other losses.
     let mut power: Vec<(usize, u64)> = Vec::new();
@@ -328,6 +341,8 @@ fn run_cluster_seeds(args: &Args, seeds: &[u64]) -> ExitCode {
         // The seed draws it for a quarter of the runs; the switch makes it every run.
         opts.node.force_snapshot_sync |= args.force_snapshot_sync;
         opts.node.reconfig |= args.reconfig && !args.diskless;
+        opts.node.read_only = args.read_only;
+        opts.node.local_sessions = args.local_sessions;
         let outcome = std::panic::catch_unwind(|| run_cluster(opts));
         ran += 1;
         match outcome {
@@ -337,6 +352,7 @@ fn run_cluster_seeds(args: &Args, seeds: &[u64]) -> ExitCode {
                 throttled += report.throttled;
                 stale += report.stale_reports;
                 expired += report.sessions_expired;
+                read_only_starts += report.read_only_starts;
                 crashes += report.crashes;
                 reconfigs += report.reconfigs;
                 reconfigs_committed += report.reconfigs_committed;
@@ -367,8 +383,14 @@ fn run_cluster_seeds(args: &Args, seeds: &[u64]) -> ExitCode {
                     }
                     let bug = args.bug.as_ref().map(|b| format!(" --bug {b}"));
                     println!(
-                        "  reproduce: scripts/sim.sh --cluster{} --seed {seed}{}",
+                        "  reproduce: scripts/sim.sh --cluster{}{}{} --seed {seed}{}",
                         if args.diskless { " --diskless" } else { "" },
+                        if args.read_only { " --read-only" } else { "" },
+                        if args.local_sessions {
+                            " --local-sessions"
+                        } else {
+                            ""
+                        },
                         bug.unwrap_or_default()
                     );
                 }
@@ -385,6 +407,9 @@ fn run_cluster_seeds(args: &Args, seeds: &[u64]) -> ExitCode {
     println!(
         "cluster: committed txns={committed} answered ops={answered} throttled={throttled} sessions expired={expired} crashes={crashes} stale durable reports={stale} reconfigs={reconfigs} (committed {reconfigs_committed})"
     );
+    if args.read_only {
+        println!("read-only: servers started serving read-only {read_only_starts} times");
+    }
     if args.diskless {
         let describe = |rows: &[(usize, u64)]| {
             let mut txns: Vec<u64> = rows.iter().map(|r| r.0 as u64).collect();

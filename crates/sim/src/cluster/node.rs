@@ -33,6 +33,11 @@ pub struct NodeConfig {
     pub bug: Option<String>,
     /// Clients reconfigure the ensemble now and then (`reconfigEnabled`, the super user).
     pub reconfig: bool,
+    /// `readonlymode.enabled`: members cut off from their quorum serve read-only (the
+    /// simulated clients do not ask for it, so they are refused there and move on).
+    pub read_only: bool,
+    /// `localSessionsEnabled` and `localSessionsUpgradingEnabled`.
+    pub local_sessions: bool,
 }
 
 pub struct Node {
@@ -149,6 +154,9 @@ impl Node {
             reconfig_enabled: config.reconfig,
             super_digest: Some(super::client::SUPER_DIGEST.to_string()),
             initial_config: initial_config(&config.voters),
+            read_only_mode_enabled: config.read_only,
+            local_sessions_enabled: config.local_sessions,
+            local_sessions_upgrading_enabled: config.local_sessions,
             observe: true,
             #[cfg(feature = "planted-bugs")]
             planted_bug: config

@@ -26,6 +26,10 @@ pub struct ClusterReport {
     /// Durability reports that reached the replica naming a zxid its log no longer holds.
     pub stale_reports: usize,
     pub sessions_expired: usize,
+    /// Times a server started serving read-only.
+    pub read_only_starts: usize,
+    /// Closes of local sessions, answered by their server alone.
+    pub local_closes: usize,
     pub crashes: usize,
     pub events: u64,
     /// Diskless: (committed writes lost, ms from the oldest one's commit to the failure,
@@ -80,6 +84,8 @@ pub fn run_cluster(opts: ClusterOptions) -> ClusterReport {
         throttled: w.throttled,
         stale_reports: w.stale_reports,
         sessions_expired: w.sessions_expired,
+        read_only_starts: w.read_only_starts,
+        local_closes: w.local_closes.len(),
         crashes: w.crashes,
         events: w.events,
         losses: w

@@ -87,6 +87,8 @@ impl ClusterOptions {
                 },
                 bug: None,
                 reconfig: false,
+                read_only: false,
+                local_sessions: false,
             },
         };
         // A quarter of the runs sync every learner by SNAP: otherwise a learner gets one only
@@ -241,6 +243,10 @@ pub struct ClusterWorld {
     pub nemesis_on: bool,
     pub events: u64,
     pub sessions_expired: usize,
+    /// Times a server started serving read-only (`NodeConfig::read_only`).
+    pub read_only_starts: usize,
+    /// History records of closes sent for a session local to the server they went to.
+    pub local_closes: std::collections::HashSet<usize>,
     pub throttled: usize,
     /// Durability reports that named a zxid past the end of the reader's log (only a
     /// report from before a cut can).
@@ -283,6 +289,8 @@ impl ClusterWorld {
             nemesis_on: false,
             events: 0,
             sessions_expired: 0,
+            read_only_starts: 0,
+            local_closes: Default::default(),
             throttled: 0,
             stale_reports: 0,
             executed: BTreeMap::new(),
@@ -502,7 +510,11 @@ impl ClusterWorld {
             return;
         };
         replica.store.set_clock(now.mono_ms);
+        let read_only = replica.serving_read_only();
         f(replica, now);
+        if !read_only && replica.serving_read_only() {
+            self.read_only_starts += 1;
+        }
         self.after_input(sid);
     }
 
@@ -1100,6 +1112,17 @@ impl ClusterWorld {
         let server = c.server.unwrap_or(0);
         let frame = client::request_frame(xid, &client::request_of(&op));
         let conn = c.conn;
+        // A local session's close is answered by its server alone (see `OpResult::ClosedLocally`).
+        let local_close = matches!(op, ClientOp::CloseSession)
+            && self
+                .nodes
+                .iter()
+                .filter(|n| n.sid == server)
+                .filter_map(|n| n.replica.as_ref())
+                .any(|r| r.is_local_session(session));
+        if local_close {
+            self.local_closes.insert(record);
+        }
         self.history.push(OpRecord {
             client: session,
             cxid: xid,
@@ -1188,6 +1211,9 @@ impl ClusterWorld {
             return;
         }
         let result = match client::result_of(&self.history[record].op, &header, &body) {
+            Ok(_) if header.err == 0 && self.local_closes.contains(&record) => {
+                OpResult::ClosedLocally
+            }
             Ok(result) => result,
             Err(e) => return self.fail(format!("client {ci}: {e}")),
         };

@@ -129,6 +129,8 @@ class EnsembleFailoverTest {
         /** Each member's AdminServer port, when started by {@link #startWithAdmin}. */
         final List<Integer> adminPorts = new ArrayList<>();
         private boolean admin;
+        /** JVM flags: on ZooKeeper's command line, in meerkat's SERVER_JVMFLAGS (as zkServer.sh). */
+        private String jvmFlags = "";
 
         static Ensemble start(Flavor flavor) throws IOException {
             return start(flavor, "");
@@ -144,6 +146,16 @@ class EnsembleFailoverTest {
         /** With `extraConfig` (zoo.cfg lines) added to every member's file. */
         static Ensemble start(Flavor flavor, String extraConfig) throws IOException {
             return new Ensemble().begin(flavor, extraConfig);
+        }
+
+        /**
+         * With `extraConfig` and the JVM flags `jvmFlags` (space-separated `-Dk=v`): ZooKeeper
+         * gets them on its command line, meerkat as SERVER_JVMFLAGS, as zkServer.sh passes them.
+         */
+        static Ensemble start(Flavor flavor, String extraConfig, String jvmFlags) throws IOException {
+            Ensemble e = new Ensemble();
+            e.jvmFlags = jvmFlags;
+            return e.begin(flavor, extraConfig);
         }
 
         private Ensemble begin(Flavor flavor, String extraConfig) throws IOException {
@@ -189,6 +201,11 @@ class EnsembleFailoverTest {
                     cmd.add("-Xmx256m");
                     cmd.add("-Dzookeeper.admin.enableServer=false");
                     cmd.add("-Dorg.slf4j.simpleLogger.defaultLogLevel=info");
+                    for (String flag : jvmFlags.trim().split("\\s+")) {
+                        if (!flag.isEmpty()) {
+                            cmd.add(flag);
+                        }
+                    }
                     cmd.add("-cp");
                     cmd.add(System.getProperty("java.class.path"));
                     cmd.add("org.apache.zookeeper.server.quorum.QuorumPeerMain");
@@ -205,9 +222,18 @@ class EnsembleFailoverTest {
                 logs.add(log);
                 commands.add(cmd);
                 dirs.add(data);
-                processes.add(new ProcessBuilder(cmd).directory(data.toFile()).redirectErrorStream(true)
+                processes.add(builder(cmd).directory(data.toFile()).redirectErrorStream(true)
                         .redirectOutput(log.toFile()).start());
             }
+        }
+
+        /** A process builder for `cmd`, with SERVER_JVMFLAGS set when there are JVM flags. */
+        private ProcessBuilder builder(List<String> cmd) {
+            ProcessBuilder builder = new ProcessBuilder(cmd);
+            if (!jvmFlags.isBlank()) {
+                builder.environment().put("SERVER_JVMFLAGS", jvmFlags);
+            }
+            return builder;
         }
 
         private void awaitServing() throws IOException {
@@ -224,7 +250,7 @@ class EnsembleFailoverTest {
 
         /** Starts member `i` again with its data dir, zoo.cfg and log (appended). */
         void restart(int i) throws IOException {
-            processes.set(i, new ProcessBuilder(commands.get(i)).directory(dirs.get(i).toFile())
+            processes.set(i, builder(commands.get(i)).directory(dirs.get(i).toFile())
                     .redirectErrorStream(true)
                     .redirectOutput(ProcessBuilder.Redirect.appendTo(logs.get(i).toFile())).start());
         }
