@@ -126,10 +126,17 @@ fn run_server(path: Option<PathBuf>, diskless: bool) -> anyhow::Result<()> {
             // A planned stop: a leader first hands over to its most up-to-date follower, so
             // the ensemble needs no election timeout (docs/ensemble.md).
             match running.hand_over_leadership(hand_over_within).await {
-                Ok(successor) => tracing::info!(
-                    successor,
-                    "terminated (SIGTERM); handed leadership over, shutting down"
-                ),
+                Ok(successor) => {
+                    // The ABDICATE must reach every follower: one that missed it would wait
+                    // out its timeout and could elect another server than the successor.
+                    running
+                        .wait_peers_drained(std::time::Duration::from_secs(1))
+                        .await;
+                    tracing::info!(
+                        successor,
+                        "terminated (SIGTERM); handed leadership over, shutting down"
+                    )
+                }
                 Err(why) => tracing::info!(%why, "terminated (SIGTERM); shutting down"),
             }
         }

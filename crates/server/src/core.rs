@@ -59,6 +59,10 @@ pub enum CoreMsg {
         within_ms: u64,
         reply: tokio::sync::oneshot::Sender<Result<zab::Sid, String>>,
     },
+    /// The peers' outbound queues (none for a standalone server), for a server about to exit.
+    PeerQueues {
+        reply: tokio::sync::oneshot::Sender<Option<crate::peers::PeerQueues>>,
+    },
 }
 
 /// The replica as this server runs it: over the real data dir.
@@ -203,6 +207,9 @@ impl Core {
                 reply,
             } => {
                 let _ = reply.send(crate::four_letter::run(self, &command, peer));
+            }
+            CoreMsg::PeerQueues { reply } => {
+                let _ = reply.send(self.transport.as_ref().map(Transport::queues));
             }
             CoreMsg::HandOver { within_ms, reply } => {
                 if self.hand_over_reply.is_some() {

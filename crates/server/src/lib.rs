@@ -86,6 +86,23 @@ impl RunningServer {
             .map_err(|_| "the server core has stopped".to_string())?
     }
 
+    /// Waits (at most `within`) until every frame queued for a peer has left: after a
+    /// hand-over, so the ABDICATE reaches every follower before the process exits.
+    pub async fn wait_peers_drained(&self, within: std::time::Duration) {
+        let (reply, answer) = tokio::sync::oneshot::channel();
+        if self
+            .core_tx
+            .send(CoreMsg::PeerQueues { reply })
+            .await
+            .is_err()
+        {
+            return;
+        }
+        if let Ok(Some(queues)) = answer.await {
+            queues.drained(within).await;
+        }
+    }
+
     /// Runs until the server stops. It stops by itself only on a fatal error (the log cannot
     /// be written), which is returned.
     pub async fn wait(&mut self) -> Result<(), String> {

@@ -18,7 +18,7 @@ pub mod tls;
 pub mod transport;
 
 pub use tls::QuorumTls;
-pub use transport::{PeerEvent, Transport, TransportConfig, PEER_QUEUE_FRAMES};
+pub use transport::{PeerEvent, PeerQueues, Transport, TransportConfig, PEER_QUEUE_FRAMES};
 
 /// A server's id: the N of `server.N` and of its `myid` file.
 pub type Sid = u64;

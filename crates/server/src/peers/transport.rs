@@ -167,6 +167,11 @@ impl Transport {
         }
     }
 
+    /// A handle that tells when every frame queued so far has left for its peer.
+    pub fn queues(&self) -> PeerQueues {
+        PeerQueues(self.slots.values().cloned().collect())
+    }
+
     /// Breaks the connection to `peer` (it will be re-established).
     pub fn disconnect(&self, peer: Sid) {
         if let Some(slot) = self.slots.get(&peer) {
@@ -197,6 +202,34 @@ impl Drop for Transport {
         for t in &self.tasks {
             t.abort();
         }
+    }
+}
+
+/// The peers' outbound queues, for a server about to exit (see [`Transport::queues`]).
+pub struct PeerQueues(Vec<Arc<Mutex<Slot>>>);
+
+impl std::fmt::Debug for PeerQueues {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "PeerQueues({} peers)", self.0.len())
+    }
+}
+
+impl PeerQueues {
+    /// Waits until every live connection's queue is empty (its writer took every frame) and a
+    /// moment more for the writes themselves, or until `within` has passed: a leader that
+    /// handed over exits only once its ABDICATE is on its way to every follower.
+    pub async fn drained(&self, within: Duration) {
+        let deadline = tokio::time::Instant::now() + within;
+        let empty = |slot: &Arc<Mutex<Slot>>| {
+            lock(slot)
+                .tx
+                .as_ref()
+                .is_none_or(|tx| tx.capacity() == tx.max_capacity())
+        };
+        while !self.0.iter().all(empty) && tokio::time::Instant::now() < deadline {
+            tokio::time::sleep(Duration::from_millis(2)).await;
+        }
+        tokio::time::sleep(Duration::from_millis(20)).await;
     }
 }
 
