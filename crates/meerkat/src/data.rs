@@ -47,6 +47,28 @@ pub enum DataCommand {
         #[arg(value_name = "MEERKAT_DATADIR")]
         meerkat_datadir: Option<PathBuf>,
     },
+    /// After losing a quorum for good: make this stopped server (and the survivors named in
+    /// --members) a new, smaller ensemble. Everything this server logged becomes committed;
+    /// writes acknowledged only by the lost members are gone. Run it on the most up-to-date
+    /// survivor (--compare checks that against the others' data dirs), start it, then the
+    /// other survivors: they take its configuration and sync from it.
+    #[command(
+        override_usage = "meerkat data recover-quorum ZOO_CFG [--members 1,2] [--compare DIR_OR_CFG]... --yes"
+    )]
+    RecoverQuorum {
+        /// This server's zoo.cfg (dataDir, dataLogDir, myid, the members' addresses).
+        zoo_cfg: PathBuf,
+        /// The ids of the new ensemble's voters, this server's among them (default: it alone).
+        #[arg(long, value_delimiter = ',')]
+        members: Vec<u64>,
+        /// Another survivor's data dir or zoo.cfg: refuse unless this server is at least as
+        /// up to date as it.
+        #[arg(long)]
+        compare: Vec<PathBuf>,
+        /// Do it (without it, only what would be done is printed).
+        #[arg(long)]
+        yes: bool,
+    },
     /// Write a meerkat data dir's state as a ZooKeeper snapshot that Apache ZooKeeper 3.9 starts
     /// from (the way back). The meerkat server must be stopped.
     #[command(override_usage = "meerkat data export --to-zookeeper MEERKAT_DATADIR ZK_DATADIR")]
@@ -100,6 +122,12 @@ pub fn run(command: DataCommand) -> anyhow::Result<()> {
             meerkat_datadir.as_deref(),
             dry_run,
         ),
+        DataCommand::RecoverQuorum {
+            zoo_cfg,
+            members,
+            compare,
+            yes,
+        } => crate::recover_quorum::run(&zoo_cfg, &members, &compare, yes),
         DataCommand::Export {
             to_zookeeper: _,
             meerkat_datadir,
@@ -109,7 +137,7 @@ pub fn run(command: DataCommand) -> anyhow::Result<()> {
 }
 
 /// A zoo.cfg names both directories; a plain directory holds both.
-fn layout_of(target: &Path) -> anyhow::Result<Layout> {
+pub(crate) fn layout_of(target: &Path) -> anyhow::Result<Layout> {
     if target.is_file() {
         let config = ServerConfig::from_file(target)?;
         Ok(Layout::new(&config.data_dir, &config.data_log_dir))

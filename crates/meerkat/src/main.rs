@@ -2,6 +2,7 @@
 
 mod data;
 mod ensemble;
+mod recover_quorum;
 mod zookeeper_data;
 
 use anyhow::Context;

@@ -180,6 +180,12 @@ over_quorum_tls!(
     diskless_power_loss,
 );
 
+/// Lost-quorum recovery is meerkat's own command: meerkat only.
+#[test]
+fn lost_quorum_recovery_meerkat() {
+    run(meerkat(), lost_quorum_recovery)
+}
+
 /// Diskless mode has no ZooKeeper counterpart: meerkat only.
 #[test]
 fn diskless_thesis_alg_5_2() {
@@ -1480,6 +1486,105 @@ async fn reconfig_remove_and_add(flavor: Flavor) -> Result<()> {
             "no write succeeded while the membership changed"
         );
         f.converge_and_compare(&KEYS).await?;
+        f.check_history()
+    }
+    .await;
+    fixture.finish(result).await
+}
+
+// ---- lost-quorum recovery ----
+
+/// `meerkat data recover-quorum`, as an operator runs it (the server's binary).
+fn recover_quorum(args: &[String]) -> Result<(bool, String)> {
+    let out = std::process::Command::new(env!("CARGO_BIN_EXE_meerkat"))
+        .args(["data", "recover-quorum"])
+        .args(args)
+        .output()?;
+    let text = format!(
+        "{}{}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
+    Ok((out.status.success(), text))
+}
+
+/// 3 servers lose two members for good (one follower SIGKILLed, writes go on with the other
+/// two, then the other follower and the leader SIGKILLed too). The survivor, which cannot
+/// serve alone, is made a one-member ensemble with `meerkat data recover-quorum`: run on the
+/// member that is behind, the check refuses (the other is further ahead); on the most
+/// up-to-date one it warns what may be lost and writes a new configuration. Started, it serves
+/// every acknowledged write (the history stays linearizable) and takes new ones.
+async fn lost_quorum_recovery(flavor: Flavor) -> Result<()> {
+    let fixture = Fixture::start(flavor, Options::new(3)).await?;
+    let result = async {
+        let f = &fixture;
+        f.create_registers(&KEYS).await?;
+        let workload = f.workload();
+        tokio::time::sleep(Duration::from_secs(1)).await;
+        let leader = f.ensemble.leader().await?;
+        let followers: Vec<u32> = f
+            .ensemble
+            .sids()
+            .into_iter()
+            .filter(|&s| s != leader)
+            .collect();
+        let (first, second) = (followers[0], followers[1]);
+        f.ensemble.signal(first, Signal::Kill)?;
+        let killed_ns = f.history.now_ns();
+        tokio::time::sleep(Duration::from_secs(1)).await;
+        ensure!(
+            f.ok_writes_between(killed_ns, u64::MAX) > 0,
+            "no write after the first follower was lost"
+        );
+        f.ensemble.signal(second, Signal::Kill)?;
+        f.ensemble.signal(leader, Signal::Kill)?;
+        workload.stop().await;
+        let cfg = |sid: u32| {
+            f.ensemble
+                .dir()
+                .join(format!("server-{sid}"))
+                .join("zoo.cfg")
+                .display()
+                .to_string()
+        };
+        // The member lost first is behind the leader: the check refuses to recover it.
+        let (ok, out) =
+            recover_quorum(&[cfg(first), "--compare".into(), cfg(leader), "--yes".into()])?;
+        f.note(&format!(
+            "recover-quorum on server {first}:\n{}",
+            out.trim()
+        ));
+        ensure!(
+            !ok && out.contains("further ahead"),
+            "recovering a member that is behind was not refused"
+        );
+        let args = vec![
+            cfg(leader),
+            "--compare".into(),
+            cfg(first),
+            "--compare".into(),
+            cfg(second),
+            "--yes".into(),
+        ];
+        let (ok, out) = recover_quorum(&args)?;
+        f.note(&format!(
+            "recover-quorum on server {leader}:\n{}",
+            out.trim()
+        ));
+        ensure!(
+            ok && out.contains("LOST"),
+            "recover-quorum failed or gave no warning"
+        );
+        f.ensemble.restart(leader)?;
+        f.ensemble.wait_serving(leader).await?;
+        f.converge_and_compare(&KEYS).await?;
+        let writer = f
+            .recorder(&f.ensemble.client_address(leader).to_string())
+            .await?;
+        let Outcome::Ok { .. } = writer.write(KEYS[0], "after-recovery").await else {
+            bail!("no write after the recovery");
+        };
+        writer.client.close().await;
         f.check_history()
     }
     .await;

@@ -376,6 +376,11 @@ impl Election {
     /// Time passes: decide after the finalize wait, or re-broadcast an unanswered vote.
     pub fn on_tick(&mut self, config: &Config, now: Millis) -> ElectionStep {
         let mut step = ElectionStep::default();
+        // A configuration of one voter (after a reconfiguration or a lost-quorum recovery) hears
+        // no notification that would start the finalize wait: its own vote is a quorum.
+        if self.finalize_at.is_none() && self.voter {
+            self.update_finalize(config, now);
+        }
         if let Some(at) = self.finalize_at {
             if now >= at {
                 step.decision = Some(self.decide(config));

@@ -275,6 +275,8 @@ impl Zab {
         for sid in to {
             self.send(sid, Message::LeaderInfo { epoch });
         }
+        // A configuration of one voter needs no ACKEPOCH.
+        self.leader_check_ack_epoch_quorum();
     }
 
     pub(crate) fn leader_on_message(&mut self, now: Millis, from: Sid, msg: Message) {
@@ -653,6 +655,10 @@ impl Zab {
     pub(crate) fn leader_on_tick(&mut self, now: Millis) {
         let init_limit = self.config.init_limit_ms();
         let sync_limit = self.config.sync_limit_ms();
+        if self.leading().established_at.is_none() {
+            // A configuration of one voter needs no NEWLEADER ACK.
+            self.leader_check_established(now);
+        }
         let l = self.leading();
         if l.established_at.is_none() {
             if now > l.started_at + init_limit {

@@ -425,3 +425,25 @@ fn a_leader_removed_from_the_voters_hands_leadership_over() {
     assert_eq!(z.role(), Role::Looking);
     assert!(!z.is_serving());
 }
+
+#[test]
+fn a_configuration_of_one_voter_elects_and_establishes_it_alone() {
+    // After a lost-quorum recovery (or a reconfiguration to one voter) no peer answers.
+    let c = Config::new(1, [1].into(), Default::default());
+    let mut z = Zab::new(c.clone(), Boot::default(), 0).unwrap();
+    let mut now = 0;
+    while !z.is_serving() && now < 5 * c.init_limit_ms() {
+        now += 10;
+        z.handle_tick(now);
+    }
+    assert!(z.is_serving(), "role {:?} after {now} ms", z.role());
+    assert_eq!(z.role(), Role::Leading);
+    let zxid = z.next_zxid().unwrap();
+    z.propose(now, noop(zxid), None).unwrap();
+    z.handle_log_durable(now, zxid);
+    assert_eq!(
+        delivered(&z.poll_actions()),
+        vec![zxid],
+        "its own fsync commits"
+    );
+}
