@@ -1469,6 +1469,28 @@ async fn reconfig_remove_and_add(flavor: Flavor) -> Result<()> {
             "the new configuration does not list server {removed}"
         );
         f.ensemble.wait_serving(removed).await?;
+        // Both write the active configuration beside zoo.cfg as zoo.cfg.dynamic.<version>.
+        let version = out
+            .lines()
+            .find_map(|l| l.trim().strip_prefix("version="))
+            .context("no version in the new configuration")?
+            .to_string();
+        let dynamic = f
+            .ensemble
+            .dir()
+            .join(format!("server-{leader}"))
+            .join(format!("zoo.cfg.dynamic.{version}"));
+        let deadline = Instant::now() + Duration::from_secs(10);
+        while !dynamic.exists() && Instant::now() < deadline {
+            tokio::time::sleep(Duration::from_millis(50)).await;
+        }
+        let text = std::fs::read_to_string(&dynamic)
+            .with_context(|| format!("no {}", dynamic.display()))?;
+        ensure!(
+            text.contains(&format!("server.{removed}=")) && !text.contains("version="),
+            "{} holds {text:?}",
+            dynamic.display()
+        );
         // `meerkat cli config` prints what zkCli's `config` prints.
         let theirs = config_lines(&zkcli(&via, &["config".to_string()])?);
         let ours = std::process::Command::new(env!("CARGO_BIN_EXE_meerkat"))

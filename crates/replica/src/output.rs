@@ -32,6 +32,9 @@ pub enum Output {
     /// the active and the pending configuration but this server, with its address.
     Members {
         peers: std::collections::BTreeMap<Sid, crate::ensemble::server_spec::ServerSpec>,
+        /// The active configuration with its addresses, once this server's tree holds it (for
+        /// the `zoo.cfg.dynamic.<version>` file operators read).
+        active: Option<crate::ensemble::server_spec::ConfigText>,
     },
     /// What the replica did, for a checker watching it ([`crate::Settings::observe`]; never
     /// in production).

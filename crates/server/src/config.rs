@@ -159,6 +159,9 @@ pub struct ServerConfig {
     pub entries: Vec<(String, String)>,
     /// For the caller to display; none of them stopped the server.
     pub warnings: Vec<ConfigWarning>,
+    /// The zoo.cfg this was read from, if any: the dynamic configuration files are written
+    /// beside it.
+    pub file: Option<std::path::PathBuf>,
 }
 
 impl ServerConfig {
@@ -208,6 +211,7 @@ impl ServerConfig {
             read_only_mode_enabled: false,
             servers: Vec::new(),
             entries: Vec::new(),
+            file: None,
             warnings: Vec::new(),
         }
     }
@@ -223,7 +227,9 @@ impl ServerConfig {
             origin: origin.clone(),
             source,
         })?;
-        Self::parse(&decode(bytes), &origin)
+        let mut config = Self::parse(&decode(bytes), &origin)?;
+        config.file = Some(path.to_path_buf());
+        Ok(config)
     }
 
     /// Parses zoo.cfg text; `origin` names it in errors and warnings.

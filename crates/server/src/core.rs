@@ -293,6 +293,50 @@ impl Core {
         }
     }
 
+    /// With `reconfigEnabled`, the active configuration goes to `zoo.cfg.dynamic.<version>`
+    /// beside zoo.cfg, as ZooKeeper writes it, for operators and tools that read it (the
+    /// server itself takes its members from `/zookeeper/config`; zoo.cfg is not rewritten).
+    fn write_dynamic_config(&self, active: &replica::ensemble::server_spec::ConfigText) {
+        let Some(dir) = self
+            .config
+            .file
+            .as_deref()
+            .and_then(std::path::Path::parent)
+        else {
+            return;
+        };
+        if !self.config.reconfig_enabled || active.version == zab::Zxid::ZERO {
+            return;
+        }
+        let Some(name) = self.config.file.as_deref().and_then(|f| f.file_name()) else {
+            return;
+        };
+        let version = active.version.as_i64() as u64;
+        let path = dir.join(format!("{}.dynamic.{version:x}", name.to_string_lossy()));
+        if path.exists() {
+            return;
+        }
+        // The lines without `version=` (ZooKeeper keeps the version in the file's name).
+        let text: String = active
+            .render()
+            .lines()
+            .filter(|l| !l.starts_with("version="))
+            .map(|l| format!("{l}\n"))
+            .collect();
+        let temp = path.with_extension("tmp");
+        let written = std::fs::write(&temp, text)
+            .and_then(|()| std::fs::File::open(&temp)?.sync_all())
+            .and_then(|()| std::fs::rename(&temp, &path));
+        match written {
+            Ok(()) => {
+                tracing::info!(path = %path.display(), "wrote the dynamic configuration file")
+            }
+            Err(e) => {
+                tracing::warn!(path = %path.display(), error = %e, "cannot write the dynamic configuration file")
+            }
+        }
+    }
+
     fn execute_one(&mut self, output: Output) {
         match output {
             Output::ToClient {
@@ -341,7 +385,10 @@ impl Core {
             Output::SendSnapshot { to, zxid, tree } => self.send_snapshot(to, zxid, tree),
             // Only a checker asks for these; this server never does (Settings::observe).
             Output::Observed(_) => {}
-            Output::Members { peers } => {
+            Output::Members { peers, active } => {
+                if let Some(active) = active {
+                    self.write_dynamic_config(&active);
+                }
                 let Some(transport) = &mut self.transport else {
                     return;
                 };

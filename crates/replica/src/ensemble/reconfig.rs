@@ -165,7 +165,10 @@ impl<S: Store> Replica<S> {
 
     /// Zab's configurations changed: the members to reach are those of both.
     pub(crate) fn members_changed(&mut self, active: &Membership, pending: Option<&Membership>) {
-        let from_tree = self.active_config_text().members;
+        let text = self.active_config_text();
+        let active_text =
+            (text.version == active.version && !text.members.is_empty()).then(|| text.clone());
+        let from_tree = text.members;
         let Some(ensemble) = self.ensemble.as_deref_mut() else {
             return;
         };
@@ -188,7 +191,10 @@ impl<S: Store> Replica<S> {
                 ensemble.peers.push(*sid);
             }
         }
-        ensemble.outbox.push(Output::Members { peers });
+        ensemble.outbox.push(Output::Members {
+            peers,
+            active: active_text,
+        });
     }
 }
 
