@@ -138,7 +138,7 @@ if [[ "${1:-}" == "--all-bugs" ]]; then
         for entry in \
             "stall-after-abandoned-hand-over:9036872::about once in 37,000 seeds" \
             "drop-log-at-snap:1373:--force-snapshot-sync:about once in 1,400 seeds that sync by SNAP" \
-            "hold-when-excluded:34943:--reconfig:once in 5,000 seeds that reconfigure"; do
+            "hold-when-excluded:673:--reconfig:about once in 700 to 5,000 seeds that reconfigure"; do
             IFS=: read -r bug seed switch rare <<<"$entry"
             total=$((total + 1))
             if "$bin" --seed "$seed" --bug "$bug" $switch "$@" >/dev/null; then

@@ -155,11 +155,12 @@ fn committing_with_the_old_quorum_alone_is_caught() {
     assert!(caught, "commit-with-old-quorum was not caught in 50 seeds");
 }
 
-/// The planted twin of what seed 34943 found: caught at that seed.
+/// The planted twin of what seed 34943 found, caught at seed 673 (with every run
+/// reconfiguring; 34943 stopped reaching it when the election changed).
 #[cfg(feature = "planted-bugs")]
 #[test]
 fn holding_the_clients_of_an_excluded_member_is_caught_at_its_seed() {
-    let mut options = ClusterOptions::from_seed(34_943, None, false);
+    let mut options = ClusterOptions::from_seed(673, None, false);
     options.node.reconfig = true;
     options.node.bug = Some("hold-when-excluded".into());
     let report = run_cluster(options);
@@ -172,11 +173,15 @@ fn holding_the_clients_of_an_excluded_member_is_caught_at_its_seed() {
 
 /// `readonlymode.enabled` in every server: members cut off from their quorum serve read-only
 /// (refusing the simulated clients, which do not ask for it) and stop when the election
-/// decides. Every guarantee still holds, and some runs do go read-only.
+/// decides. Every guarantee still holds, and some runs do go read-only (about one in twenty:
+/// past the usual seeds, more run until one has).
 #[test]
 fn seeded_runs_with_read_only_mode_keep_every_guarantee() {
     let mut starts = 0;
-    for seed in 1..=seeds() {
+    for seed in 1..=seeds().max(200) {
+        if seed > seeds() && starts > 0 {
+            break;
+        }
         let mut options = ClusterOptions::from_seed(seed, None, false);
         options.node.read_only = true;
         let report = run_cluster(options);

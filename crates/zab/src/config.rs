@@ -77,6 +77,12 @@ impl PlantedBug {
     pub fn must_stay_harmless(self) -> bool {
         matches!(self, PlantedBug::AbdicateBeforeCaughtUp)
     }
+
+    /// A bug only membership changes reach: the model simulator's ensembles never reconfigure
+    /// (the cluster simulator's do, and catch it there).
+    pub fn needs_membership_changes(self) -> bool {
+        matches!(self, PlantedBug::CommitWithOldQuorum)
+    }
 }
 
 #[derive(Debug, Clone)]

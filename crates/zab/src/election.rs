@@ -273,19 +273,15 @@ impl Election {
     }
 
     /// Follow a leader that a quorum reports, and that itself says it leads (`checkLeader`).
-    /// A whole voter counts itself among those that follow it (it is about to): a server whose
-    /// configuration is behind the ensemble's (it missed a reconfiguration while down) may
-    /// otherwise never find a quorum of its own view among the others, and following is always
-    /// safe (discovery and sync decide). An amnesiac learns the leader from others only.
+    /// We never count ourselves here, so an amnesiac learns the leader from others only. (A
+    /// server whose configuration is behind the ensemble's learns the newer one from the
+    /// answers to its notifications first: see `activation.rs`.)
     fn established_leader(&self, config: &Config, n: &Notification) -> Option<Decision> {
         let leader = n.vote.leader;
         if leader == config.my_id {
             return None;
         }
         let agrees = |sid: Sid| {
-            if sid == config.my_id {
-                return self.voter;
-            }
             self.out_of_election.get(&sid).is_some_and(|(v, state, _)| {
                 *state != PeerState::Observing && v.leader == leader && v.epoch == n.vote.epoch
             })
