@@ -18,7 +18,6 @@
 use anyhow::{bail, Context};
 use replica::ensemble::server_spec::{ConfigText, ServerSpec};
 use server::config::ServerConfig;
-use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use storage::{epoch, Layout, RealFs};
 use zab::membership::{CONFIG_NODE, RECONFIG_OP};
@@ -85,7 +84,7 @@ pub fn run(zoo_cfg: &Path, members: &[u64], compare: &[PathBuf], yes: bool) -> a
     }
     let known = replica::ensemble::reconfig::config_of_tree(&tree)
         .map(|c| c.members)
-        .unwrap_or_else(|| file_members(&config));
+        .unwrap_or_else(|| server::initial_config(&config).members);
     let mut next = ConfigText::default();
     for sid in &members {
         let spec = known
@@ -161,24 +160,6 @@ fn read_myid(data_dir: &Path) -> anyhow::Result<u64> {
     text.trim()
         .parse()
         .with_context(|| format!("{} holds no server id", path.display()))
-}
-
-/// The `server.N` lines of the configuration file.
-fn file_members(config: &ServerConfig) -> BTreeMap<u64, ServerSpec> {
-    config
-        .servers
-        .iter()
-        .map(|line| {
-            let spec = ServerSpec {
-                host: line.host.clone(),
-                quorum_port: line.quorum_port,
-                election_port: line.election_port,
-                observer: line.role == server::config::ServerRole::Observer,
-                client: line.client.as_ref().map(|c| (c.host.clone(), c.port)),
-            };
-            (line.id, spec)
-        })
-        .collect()
 }
 
 /// Renames the data dir's `meerkat-1` directories aside (kept, never deleted).

@@ -517,7 +517,7 @@ fn replica_settings(config: &ServerConfig, jvm_flags: Option<&str>) -> replica::
 }
 
 /// The `server.N` lines as `/zookeeper/config` shows them (empty for a standalone server).
-fn initial_config(config: &ServerConfig) -> replica::ensemble::server_spec::ConfigText {
+pub fn initial_config(config: &ServerConfig) -> replica::ensemble::server_spec::ConfigText {
     use replica::ensemble::server_spec::{ConfigText, ServerSpec};
     let members = config
         .servers
