@@ -166,10 +166,7 @@ impl<S: Store> Replica<S> {
             self.close_conn(conn);
             return;
         }
-        if req.last_zxid_seen > self.last_zxid() {
-            tracing::info!(conn, %peer, client_zxid = format!("0x{:x}", req.last_zxid_seen), our_zxid = format!("0x{:x}", self.last_zxid()),
-                "refusing session: client has seen a newer zxid than this server");
-            self.close_conn(conn);
+        if self.refuse_client_ahead(conn, peer, &req) {
             return;
         }
         let timeout_ms = self.negotiate_timeout(req.timeout_ms);

@@ -398,10 +398,7 @@ impl<S: Store> Replica<S> {
             }
             return;
         }
-        if req.last_zxid_seen > self.last_zxid() {
-            tracing::info!(conn, %peer, client_zxid = format!("0x{:x}", req.last_zxid_seen), our_zxid = format!("0x{:x}", self.last_zxid()),
-                "refusing session: client has seen a newer zxid than this server");
-            self.close_conn(conn);
+        if self.refuse_client_ahead(conn, peer, &req) {
             return;
         }
         let timeout_ms = self.negotiate_timeout(req.timeout_ms);
@@ -420,6 +417,23 @@ impl<S: Store> Replica<S> {
 
     /// The session timeout a client asking for `requested_ms` gets: clamped to
     /// [minSessionTimeout, maxSessionTimeout].
+    /// A client that has seen a newer zxid than this server is refused (ZooKeeper closes the
+    /// connection; the client tries another server). Returns whether it was.
+    pub(crate) fn refuse_client_ahead(
+        &mut self,
+        conn: ConnId,
+        peer: std::net::SocketAddr,
+        req: &ConnectRequest,
+    ) -> bool {
+        if req.last_zxid_seen <= self.last_zxid() {
+            return false;
+        }
+        tracing::info!(conn, %peer, client_zxid = format!("0x{:x}", req.last_zxid_seen), our_zxid = format!("0x{:x}", self.last_zxid()),
+            "refusing session: client has seen a newer zxid than this server");
+        self.close_conn(conn);
+        true
+    }
+
     pub(crate) fn negotiate_timeout(&self, requested_ms: i32) -> u32 {
         let (min, max) = (
             self.settings.min_session_timeout_ms,
