@@ -155,8 +155,9 @@ pub struct BenchArgs {
     #[arg(value_enum)]
     pub scenario: Scenario,
     /// Which servers to run against, comma-separated: meerkat, meerkat-diskless (the same
-    /// binary with diskless=true), zookeeper, baseline (the `--baseline` binary), null; "all"
-    /// is every one of them but baseline, which is added when `--baseline` is given.
+    /// binary with diskless=true), zookeeper, baseline (the `--baseline` binary),
+    /// baseline-diskless (the same, diskless=true), null; "all" is every one of them but the
+    /// baselines, of which baseline is added when `--baseline` is given.
     #[arg(long, default_value = "all")]
     pub target: String,
     /// Another meerkat binary, run as the `baseline` target: a build of an earlier commit, to
@@ -196,7 +197,9 @@ fn targets(spec: &str) -> anyhow::Result<Vec<Target>> {
     use clap::ValueEnum;
     if spec == "all" {
         let all = Target::value_variants().iter().copied();
-        return Ok(all.filter(|t| *t != Target::Baseline).collect());
+        return Ok(all
+            .filter(|t| !matches!(t, Target::Baseline | Target::BaselineDiskless))
+            .collect());
     }
     let mut targets: Vec<Target> = Vec::new();
     for t in spec.split(',') {
@@ -253,12 +256,14 @@ pub async fn run(
             baseline.display()
         );
         programs.baseline = Some(baseline.clone());
-        if !targets.contains(&Target::Baseline) {
+        if !targets.contains(&Target::Baseline) && !targets.contains(&Target::BaselineDiskless) {
             targets.push(Target::Baseline);
         }
     }
+    let wants_baseline =
+        targets.contains(&Target::Baseline) || targets.contains(&Target::BaselineDiskless);
     anyhow::ensure!(
-        !targets.contains(&Target::Baseline) || programs.baseline.is_some(),
+        !wants_baseline || programs.baseline.is_some(),
         "--target baseline needs --baseline PATH (a meerkat binary)"
     );
     let progress = indicatif::ProgressBar::new(scenarios::steps(

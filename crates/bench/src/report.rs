@@ -89,22 +89,24 @@ impl Report {
 
 /// "<cores> cores, <model>, <memory>" from /proc, for the record.
 /// Targets in table order, with their column headers.
-const COLUMN_TARGETS: [(&str, &str); 7] = [
+const COLUMN_TARGETS: [(&str, &str); 8] = [
     ("meerkat", "meerkat"),
     ("meerkat-diskless", "mk-diskless"),
     ("zookeeper", "zookeeper"),
     ("kafka", "kafka"),
     ("artemis", "artemis"),
     ("baseline", "baseline"),
+    ("baseline-diskless", "base-dl"),
     ("null", "null"),
 ];
 
 /// Ratio columns: numerator ÷ denominator, with headers (mk = durable meerkat, dl = diskless
-/// meerkat, zk = ZooKeeper, base = the `--baseline` binary; kafka and amq = the
+/// meerkat, zk = ZooKeeper, base = the `--baseline` binary (base-dl: in diskless mode); kafka and amq = the
 /// queue-vs-brokers scenario's Kafka cluster and ActiveMQ Artemis pair).
-const RATIOS: [(&str, &str, &str); 10] = [
+const RATIOS: [(&str, &str, &str); 11] = [
     ("meerkat", "zookeeper", "mk/zk"),
     ("meerkat", "baseline", "mk/base"),
+    ("meerkat-diskless", "baseline-diskless", "dl/base-dl"),
     ("meerkat-diskless", "zookeeper", "dl/zk"),
     ("meerkat-diskless", "meerkat", "dl/mk"),
     ("meerkat", "kafka", "mk/kafka"),

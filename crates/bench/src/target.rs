@@ -25,6 +25,10 @@ pub enum Target {
     /// Another meerkat binary (`--baseline PATH`, e.g. a build of an earlier commit) in the
     /// default mode: before and after a change, side by side in one run.
     Baseline,
+    /// The `--baseline` binary in diskless mode, beside `meerkat-diskless`.
+    #[value(name = "baseline-diskless")]
+    #[serde(rename = "baseline-diskless")]
+    BaselineDiskless,
     /// Answers every request at once without doing any work: the ceiling of the generator and
     /// the kernel on this machine.
     Null,
@@ -37,6 +41,7 @@ impl Target {
             Target::MeerkatDiskless => "meerkat-diskless",
             Target::ZooKeeper => "zookeeper",
             Target::Baseline => "baseline",
+            Target::BaselineDiskless => "baseline-diskless",
             Target::Null => "null",
         }
     }
@@ -44,7 +49,7 @@ impl Target {
     /// zoo.cfg keys this target adds after the scenario's own (which every target shares).
     pub fn own_settings(self) -> &'static [(&'static str, &'static str)] {
         match self {
-            Target::MeerkatDiskless => &[("diskless", "true")],
+            Target::MeerkatDiskless | Target::BaselineDiskless => &[("diskless", "true")],
             Target::Meerkat | Target::ZooKeeper | Target::Baseline | Target::Null => &[],
         }
     }
@@ -316,11 +321,15 @@ fn spawn(target: Target, programs: &Programs, config: &Path, log: &Path) -> anyh
         .append(true)
         .open(log)?;
     let mut command = match target {
-        Target::Meerkat | Target::MeerkatDiskless | Target::Baseline => {
+        Target::Meerkat | Target::MeerkatDiskless | Target::Baseline | Target::BaselineDiskless => {
             let binary = match target {
-                Target::Baseline => programs.baseline.as_ref().ok_or_else(|| {
-                    anyhow::anyhow!("the baseline target needs --baseline PATH (a meerkat binary)")
-                })?,
+                Target::Baseline | Target::BaselineDiskless => {
+                    programs.baseline.as_ref().ok_or_else(|| {
+                        anyhow::anyhow!(
+                            "the baseline target needs --baseline PATH (a meerkat binary)"
+                        )
+                    })?
+                }
                 _ => &programs.meerkat,
             };
             let mut c = Command::new(binary);

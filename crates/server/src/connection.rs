@@ -11,10 +11,15 @@
 //!
 //! Closing: the core queues [`Outbound::Close`] after a last reply (the writer flushes, then
 //! ends the connection) or calls [`ConnHandle::abort`] for a client that does not read.
+//!
+//! Replies of one turn of the core go out together when the turn ends ([`ConnHandle::flush`]):
+//! on a plaintext connection whose writer has nothing unwritten the core writes them itself
+//! ([`crate::shared_socket`]), otherwise they are queued for the writer as one item.
 
 use crate::core::CoreMsg;
 use crate::four_letter;
 use crate::limits::*;
+use crate::shared_socket::{DirectPath, SharedTcp};
 use proto::frame::{parse_frame, FrameError};
 use proto::jute::{Reader, Record};
 use proto::op_code::OpCode;
@@ -31,37 +36,101 @@ use tokio::net::TcpStream;
 use tokio::sync::{mpsc, Semaphore};
 use tokio_util::sync::CancellationToken;
 
-/// What the core sends a connection.
+/// What the core sends a connection's writer.
 #[derive(Debug)]
 pub enum Outbound {
-    /// An encoded frame; `is_reply` frames answer a request and free an in-flight slot.
-    Frame { bytes: Vec<u8>, is_reply: bool },
+    /// Encoded frames, of which `replies` answer requests and free in-flight slots once written.
+    Frames { bytes: Vec<u8>, replies: usize },
     /// Flush what is queued, then close.
     Close,
 }
 
-/// The core's handle on a connection's outbound queue.
-#[derive(Debug, Clone)]
+/// The core's handle on a connection: its frames of the current turn, its writer's queue, and
+/// the socket itself when it is plaintext.
 pub struct ConnHandle {
     tx: mpsc::UnboundedSender<Outbound>,
     queued_bytes: Arc<AtomicUsize>,
     cancel: CancellationToken,
     /// Requests forwarded to the core and not yet answered; each holds a global slot.
     unanswered: Arc<AtomicUsize>,
+    /// This connection's slots for requests whose replies are not yet written.
+    inflight: Arc<Semaphore>,
+    /// The core's direct way onto a plaintext socket.
+    direct: Option<DirectPath>,
+    /// Items queued for the writer and not yet written (the direct path's order guard).
+    backlog: Arc<AtomicUsize>,
+    /// Frames of the core's current turn, and how many of them are replies.
+    turn: Vec<u8>,
+    turn_replies: usize,
+}
+
+impl std::fmt::Debug for ConnHandle {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("ConnHandle")
+            .field("direct", &self.direct.is_some())
+            .field("turn_bytes", &self.turn.len())
+            .finish_non_exhaustive()
+    }
 }
 
 impl ConnHandle {
-    /// Queues a frame; false when the client already has too many bytes waiting (the caller
-    /// then closes the connection). The queue is bounded in bytes, not in messages.
-    pub fn send(&self, item: Outbound) -> bool {
-        if let Outbound::Frame { bytes, .. } = &item {
-            let queued = self.queued_bytes.fetch_add(bytes.len(), Ordering::Relaxed) + bytes.len();
-            if queued > CONNECTION_OUTBOUND_BYTES_MAX {
-                self.abort();
-                return false;
-            }
+    /// Adds a frame to this turn; returns whether it is the turn's first (the caller then
+    /// flushes this connection when the turn ends).
+    pub fn push(&mut self, frame: &[u8], is_reply: bool) -> bool {
+        let first = self.turn.is_empty();
+        self.turn.extend_from_slice(frame);
+        self.turn_replies += usize::from(is_reply);
+        first
+    }
+
+    /// Sends this turn's frames: written now when the socket is plaintext and the writer has
+    /// nothing unwritten, queued for the writer otherwise (or what the socket did not take).
+    /// False when the client already has too many bytes waiting: the connection is then
+    /// aborted. The queue is bounded in bytes, not in messages.
+    pub fn flush(&mut self) -> bool {
+        if self.turn.is_empty() {
+            return true;
         }
-        self.tx.send(item).is_ok()
+        let replies = std::mem::take(&mut self.turn_replies);
+        let written = match &self.direct {
+            Some(direct) if direct.is_clear() => direct.write_now(&self.turn),
+            _ => 0,
+        };
+        if written == self.turn.len() {
+            self.turn.clear();
+            self.inflight.add_permits(replies);
+            return true;
+        }
+        let bytes = if written == 0 {
+            std::mem::take(&mut self.turn)
+        } else {
+            let rest = self.turn[written..].to_vec();
+            self.turn.clear();
+            rest
+        };
+        let queued = self.queued_bytes.fetch_add(bytes.len(), Ordering::Relaxed) + bytes.len();
+        if queued > CONNECTION_OUTBOUND_BYTES_MAX {
+            self.abort();
+            return false;
+        }
+        // A writer already gone means the connection is closing anyway.
+        self.queue(Outbound::Frames { bytes, replies });
+        true
+    }
+
+    /// Sends what this turn holds, then closes the connection once it is written.
+    pub fn close(&mut self) {
+        if self.flush() {
+            self.queue(Outbound::Close);
+        }
+    }
+
+    fn queue(&self, item: Outbound) {
+        // Counted before the writer can see it, so the core never writes past it.
+        self.backlog.fetch_add(1, Ordering::AcqRel);
+        if self.tx.send(item).is_err() {
+            self.backlog.fetch_sub(1, Ordering::AcqRel);
+        }
     }
 
     /// Records that the core answered (or dropped) one request of this connection; returns
@@ -102,23 +171,30 @@ pub type ReadHalf = Box<dyn AsyncRead + Send + Unpin>;
 /// The writing side of a client connection.
 pub type WriteHalf = Box<dyn AsyncWrite + Send + Unpin>;
 
-/// A plaintext socket, split without a lock.
-pub fn plain(stream: TcpStream) -> (ReadHalf, WriteHalf) {
+/// A connection's halves, and the socket itself when the core may write to it directly.
+pub type Halves = (ReadHalf, WriteHalf, Option<Arc<TcpStream>>);
+
+/// A plaintext socket, shared without a lock.
+pub fn plain(stream: TcpStream) -> Halves {
     let _ = stream.set_nodelay(true);
-    let (rd, wr) = stream.into_split();
-    (Box::new(rd), Box::new(wr))
+    let stream = Arc::new(stream);
+    (
+        Box::new(SharedTcp(stream.clone())),
+        Box::new(SharedTcp(stream.clone())),
+        Some(stream),
+    )
 }
 
-/// A TLS stream (its socket already has TCP_NODELAY set).
-pub fn tls(stream: tokio_rustls::server::TlsStream<TcpStream>) -> (ReadHalf, WriteHalf) {
+/// A TLS stream (its socket already has TCP_NODELAY set); only its writer writes.
+pub fn tls(stream: tokio_rustls::server::TlsStream<TcpStream>) -> Halves {
     let (rd, wr) = tokio::io::split(stream);
-    (Box::new(rd), Box::new(wr))
+    (Box::new(rd), Box::new(wr), None)
 }
 
 /// Serves one accepted connection until it closes. `tls_ids` are the identities its TLS
 /// client certificate proved (`x509`, maybe `super`), added to the session's auth info.
 pub async fn serve(
-    (mut rd, wr): (ReadHalf, WriteHalf),
+    (mut rd, wr, socket): Halves,
     peer: SocketAddr,
     conn: ConnId,
     tls_ids: Vec<proto::Id>,
@@ -136,18 +212,27 @@ pub async fn serve(
     let unanswered = Arc::new(AtomicUsize::new(0));
     let (tx, rx) = mpsc::unbounded_channel();
     let queued_bytes = Arc::new(AtomicUsize::new(0));
+    let inflight = Arc::new(Semaphore::new(CONNECTION_REQUESTS_IN_FLIGHT_MAX));
+    let backlog = Arc::new(AtomicUsize::new(0));
     let handle = ConnHandle {
         tx,
         queued_bytes: queued_bytes.clone(),
         cancel: cancel.clone(),
         unanswered: unanswered.clone(),
+        inflight: inflight.clone(),
+        direct: socket.map(|socket| DirectPath::new(socket, backlog.clone())),
+        backlog: backlog.clone(),
+        turn: Vec::new(),
+        turn_replies: 0,
     };
-    let inflight = Arc::new(Semaphore::new(CONNECTION_REQUESTS_IN_FLIGHT_MAX));
     let writer = tokio::spawn(write_loop(
         wr,
         rx,
-        queued_bytes,
-        inflight.clone(),
+        Written {
+            queued_bytes,
+            inflight: inflight.clone(),
+            backlog,
+        },
         cancel.clone(),
     ));
     let reading = ReadLoop {
@@ -335,13 +420,20 @@ async fn acquire_both(conn: &Semaphore, global: &Semaphore) -> Result<(), CloseR
     Ok(())
 }
 
+/// What the writer reports as it writes: bytes no longer queued, in-flight slots freed, items
+/// no longer unwritten.
+struct Written {
+    queued_bytes: Arc<AtomicUsize>,
+    inflight: Arc<Semaphore>,
+    backlog: Arc<AtomicUsize>,
+}
+
 /// Writes queued frames in batches: everything already queued (up to a batch limit) goes out
 /// in one `write_all`.
 async fn write_loop(
     mut wr: WriteHalf,
     mut rx: mpsc::UnboundedReceiver<Outbound>,
-    queued_bytes: Arc<AtomicUsize>,
-    inflight: Arc<Semaphore>,
+    written: Written,
     cancel: CancellationToken,
 ) {
     let mut batch: Vec<u8> = Vec::with_capacity(WRITE_BATCH_BYTES_MAX);
@@ -351,12 +443,16 @@ async fn write_loop(
             _ = cancel.cancelled() => None,
         };
         let Some(mut item) = first else { break };
-        let (mut replies, mut close) = (0usize, false);
+        let (mut replies, mut close, mut taken) = (0usize, false, 0usize);
         loop {
+            taken += 1;
             match item {
-                Outbound::Frame { bytes, is_reply } => {
+                Outbound::Frames {
+                    bytes,
+                    replies: answered,
+                } => {
                     batch.extend_from_slice(&bytes);
-                    replies += usize::from(is_reply);
+                    replies += answered;
                 }
                 Outbound::Close => close = true,
             }
@@ -368,14 +464,17 @@ async fn write_loop(
                 Err(_) => break,
             }
         }
-        let written = tokio::select! {
+        let ok = tokio::select! {
             r = wr.write_all(&batch) => r.is_ok(),
             _ = cancel.cancelled() => false,
         };
-        queued_bytes.fetch_sub(batch.len(), Ordering::Relaxed);
+        written
+            .queued_bytes
+            .fetch_sub(batch.len(), Ordering::Relaxed);
         batch.clear();
-        inflight.add_permits(replies);
-        if !written || close {
+        written.inflight.add_permits(replies);
+        written.backlog.fetch_sub(taken, Ordering::AcqRel);
+        if !ok || close {
             break;
         }
     }

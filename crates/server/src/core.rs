@@ -8,7 +8,7 @@
 //! happens; that is the replica's, which the simulator runs too.
 
 use crate::config::ServerConfig;
-use crate::connection::{ConnHandle, Outbound};
+use crate::connection::ConnHandle;
 use crate::peers::Transport;
 use crate::LogProgress;
 use proto::request::{self, Request};
@@ -73,6 +73,8 @@ pub struct Core {
     pub(crate) config: Arc<ServerConfig>,
     /// Each connection's outbound queue, by the id the replica knows it by.
     handles: HashMap<ConnId, ConnHandle>,
+    /// Connections with frames in this turn, flushed when it ends.
+    turn_conns: Vec<ConnId>,
     /// Slots of `globalOutstandingLimit`, freed as requests are answered.
     global_permits: Arc<tokio::sync::Semaphore>,
     pub(crate) outstanding: Arc<dyn Fn() -> usize + Send + Sync>,
@@ -104,6 +106,7 @@ impl Core {
             replica,
             config,
             handles: HashMap::new(),
+            turn_conns: Vec::new(),
             global_permits,
             outstanding,
             transport: None,
@@ -140,6 +143,7 @@ impl Core {
         let now = self.now();
         self.replica.join_ensemble(now, ensemble);
         self.execute();
+        self.flush();
     }
 
     pub fn handle(&mut self, msg: CoreMsg) {
@@ -277,6 +281,27 @@ impl Core {
         self.answer_hand_over();
     }
 
+    /// Sends the frames of this turn, to peers and clients: one write each (see
+    /// [`Transport::flush`] and [`ConnHandle::flush`]). Called once per turn of the core's
+    /// loop, after every input ready then was handled. Peers first: a commit on its way to
+    /// the followers should not wait for the replies.
+    pub(crate) fn flush(&mut self) {
+        if let Some(transport) = &mut self.transport {
+            transport.flush();
+        }
+        for conn in std::mem::take(&mut self.turn_conns) {
+            let Some(handle) = self.handles.get_mut(&conn) else {
+                continue;
+            };
+            if !handle.flush() {
+                tracing::warn!(
+                    conn,
+                    "closing connection: client is not reading its replies"
+                );
+            }
+        }
+    }
+
     /// Tells whoever asked for the hand-over under way how it ended, once it has.
     fn answer_hand_over(&mut self) {
         use replica::ensemble::hand_over::HandOver;
@@ -344,22 +369,14 @@ impl Core {
                 frame,
                 is_reply,
             } => {
-                let Some(handle) = self.handles.get(&conn) else {
+                let Some(handle) = self.handles.get_mut(&conn) else {
                     return;
                 };
                 if is_reply && handle.answered() {
                     self.global_permits.add_permits(1);
                 }
-                let frame = Outbound::Frame {
-                    bytes: frame,
-                    is_reply,
-                };
-                if !handle.send(frame) {
-                    tracing::warn!(
-                        conn,
-                        "closing connection: client is not reading its replies"
-                    );
-                    handle.send(Outbound::Close);
+                if handle.push(&frame, is_reply) {
+                    self.turn_conns.push(conn);
                 }
             }
             Output::Unanswered { conn } => {
@@ -368,17 +385,17 @@ impl Core {
                 }
             }
             Output::CloseClient { conn } => {
-                if let Some(handle) = self.handles.get(&conn) {
-                    handle.send(Outbound::Close);
+                if let Some(handle) = self.handles.get_mut(&conn) {
+                    handle.close();
                 }
             }
             Output::ToPeer { to, frame } => {
-                if let Some(transport) = &self.transport {
+                if let Some(transport) = &mut self.transport {
                     transport.send(to, frame);
                 }
             }
             Output::DisconnectPeer { peer } => {
-                if let Some(transport) = &self.transport {
+                if let Some(transport) = &mut self.transport {
                     transport.disconnect(peer);
                 }
             }
@@ -414,8 +431,8 @@ impl Core {
     /// Encodes a SNAP from a frozen tree on its own thread: at a million znodes that takes
     /// about a second, which the core task (and every client) must not wait for. The frame
     /// keeps its place in the peer's queue meanwhile.
-    fn send_snapshot(&self, to: zab::Sid, zxid: zab::Zxid, frozen: tree::TreeSnapshot) {
-        let Some(transport) = &self.transport else {
+    fn send_snapshot(&mut self, to: zab::Sid, zxid: zab::Zxid, frozen: tree::TreeSnapshot) {
+        let Some(transport) = &mut self.transport else {
             return;
         };
         let (tx, rx) = tokio::sync::oneshot::channel();

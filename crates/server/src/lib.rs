@@ -24,6 +24,7 @@ pub mod metrics;
 pub mod peers;
 pub mod replication;
 pub mod sasl;
+pub mod shared_socket;
 pub mod tls;
 
 use crate::config::{SaslSettings, ServerConfig};
@@ -674,6 +675,11 @@ fn log_recovery(recovered: &storage::Recovered, load_ms: u64) {
 
 /// The core's loop: messages in arrival order, durability reports from the log writer, and a
 /// tick for expiry. Ends only on a fatal storage error.
+///
+/// A turn handles the input that woke the loop and then every input already waiting (up to
+/// [`limits::CORE_TURN_INPUTS_MAX`]), and ends by sending the turn's peer frames together: under
+/// load one write per peer carries many proposals, acks and commits; with one request in
+/// flight the frames leave at once.
 async fn run_core(
     mut core: Core,
     mut rx: mpsc::Receiver<CoreMsg>,
@@ -697,8 +703,7 @@ async fn run_core(
                 if changed.is_err() {
                     core.replica.fail("the log writer stopped".into());
                 } else {
-                    let report = progress.borrow_and_update().clone();
-                    core.on_progress(report);
+                    on_progress(&mut core, &mut progress);
                 }
             }
             Some(event) = next_peer_event(&mut peer_rx) => core.on_peer_event(event),
@@ -709,10 +714,30 @@ async fn run_core(
             _ = zab_tick.tick(), if ensemble => core.zab_tick(),
             _ = tick.tick() => core.tick(),
         }
+        for _ in 1..limits::CORE_TURN_INPUTS_MAX {
+            if core.replica.fatal.is_some() {
+                break;
+            }
+            if progress.has_changed().unwrap_or(false) {
+                on_progress(&mut core, &mut progress);
+            } else if let Some(event) = peer_rx.as_mut().and_then(|rx| rx.try_recv().ok()) {
+                core.on_peer_event(event);
+            } else if let Ok(msg) = rx.try_recv() {
+                core.handle(msg);
+            } else {
+                break;
+            }
+        }
+        core.flush();
         if let Some(fatal) = core.replica.fatal.take() {
             return Err(fatal);
         }
     }
+}
+
+fn on_progress(core: &mut Core, progress: &mut tokio::sync::watch::Receiver<LogProgress>) {
+    let report = progress.borrow_and_update().clone();
+    core.on_progress(report);
 }
 
 /// The next event of the peer transport; pending forever for a standalone server.

@@ -43,3 +43,8 @@ pub const HTTP_HEADER_READ_TIMEOUT: std::time::Duration = std::time::Duration::f
 pub fn hand_over_within_ms(tick_time_ms: u32) -> u64 {
     (u64::from(tick_time_ms) * 2).clamp(200, 5_000)
 }
+
+/// Inputs one turn of the core's loop handles at most before it sends the turn's peer frames:
+/// enough to batch a busy server's replication traffic, few enough that a frame never waits
+/// behind a long run of inputs.
+pub const CORE_TURN_INPUTS_MAX: usize = 64;

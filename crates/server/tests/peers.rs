@@ -67,11 +67,18 @@ async fn members_connect_exchange_in_order_and_reconnect_after_a_restart() {
         let others: Vec<u64> = (1..=3).filter(|o| *o != s).collect();
         all_up(rxs.get_mut(&s).expect("rx"), &others).await;
     }
-    // 1000 frames each way between 1 and 3 arrive complete and in order.
+    // 1000 frames each way between 1 and 3 arrive complete and in order, sent in turns of
+    // one to several frames (the core's turns).
     for i in 0..1000u32 {
-        ts[&1].send(3, i.to_be_bytes().to_vec());
-        ts[&3].send(1, (i + 5000).to_be_bytes().to_vec());
+        ts.get_mut(&1).expect("1").send(3, i.to_be_bytes().to_vec());
+        ts.get_mut(&3)
+            .expect("3")
+            .send(1, (i + 5000).to_be_bytes().to_vec());
+        if i % 7 < 3 {
+            ts.values_mut().for_each(Transport::flush);
+        }
     }
+    ts.values_mut().for_each(Transport::flush);
     for (at, from, base) in [(3u64, 1u64, 0u32), (1, 3, 5000)] {
         for i in 0..1000u32 {
             assert_eq!(
@@ -110,13 +117,15 @@ async fn members_connect_exchange_in_order_and_reconnect_after_a_restart() {
     for s in [1u64, 3] {
         assert_eq!(next(rxs.get_mut(&s).expect("rx")).await, PeerEvent::Up(2));
     }
-    ts[&2].send(1, b"back".to_vec());
+    let t2 = ts.get_mut(&2).expect("2");
+    t2.send(1, b"back".to_vec());
+    t2.flush();
     assert_eq!(
         next(rxs.get_mut(&1).expect("rx")).await,
         PeerEvent::Frame(2, b"back".to_vec())
     );
     // Closing on purpose is reported like a break, and the pair reconnects.
-    ts[&1].disconnect(3);
+    ts.get_mut(&1).expect("1").disconnect(3);
     assert_eq!(next(rxs.get_mut(&1).expect("rx")).await, PeerEvent::Down(3));
     assert_eq!(next(rxs.get_mut(&3).expect("rx")).await, PeerEvent::Down(1));
     assert_eq!(next(rxs.get_mut(&1).expect("rx")).await, PeerEvent::Up(3));
@@ -159,7 +168,7 @@ async fn a_peer_that_stops_reading_is_disconnected_not_buffered_without_bound() 
     let (tx1, mut rx1) = mpsc::channel(16);
     // Server 2's host never reads its events: its reader stalls, TCP fills up.
     let (tx2, _rx2_never_read) = mpsc::channel(1);
-    let t1 = Transport::start(config(1, &addrs, 8), tx1)
+    let mut t1 = Transport::start(config(1, &addrs, 8), tx1)
         .await
         .expect("start");
     let _t2 = Transport::start(config(2, &addrs, 8), tx2)
@@ -170,6 +179,7 @@ async fn a_peer_that_stops_reading_is_disconnected_not_buffered_without_bound() 
     let mut sent = 0;
     let down = loop {
         t1.send(2, frame.clone());
+        t1.flush();
         sent += 1;
         if let Ok(Some(event)) = tokio::time::timeout(Duration::from_millis(5), rx1.recv()).await {
             break event;
@@ -187,7 +197,7 @@ async fn a_frame_still_being_made_keeps_its_place_and_an_abandoned_one_breaks_th
     let addrs: BTreeMap<u64, SocketAddr> = (1..=2).map(|s| (s, free_addr())).collect();
     let (tx1, mut rx1) = mpsc::channel(1024);
     let (tx2, mut rx2) = mpsc::channel(1024);
-    let t1 = Transport::start(config(1, &addrs, PEER_QUEUE_FRAMES), tx1)
+    let mut t1 = Transport::start(config(1, &addrs, PEER_QUEUE_FRAMES), tx1)
         .await
         .expect("start");
     let _t2 = Transport::start(config(2, &addrs, PEER_QUEUE_FRAMES), tx2)
@@ -199,6 +209,7 @@ async fn a_frame_still_being_made_keeps_its_place_and_an_abandoned_one_breaks_th
     t1.send(2, b"first".to_vec());
     t1.send_later(2, later);
     t1.send(2, b"third".to_vec());
+    t1.flush();
     // Nothing after the pending frame overtakes it while it is being made.
     assert_eq!(next(&mut rx2).await, PeerEvent::Frame(1, b"first".to_vec()));
     assert!(

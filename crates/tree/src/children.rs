@@ -108,21 +108,60 @@ impl Children {
         Children(Some(Arc::new(table)))
     }
 
-    /// The child ids in name order. Sorts by the names' first eight bytes first, so that a
-    /// parent of a million children costs one name read per child plus a few for ties.
+    /// The child ids in name order. Sorts by the names' first eight bytes, then each run of
+    /// equal words by the next eight bytes, and so on: every name is read once per word its
+    /// run needs, not once per comparison. A parent of a million sequential children
+    /// (`c0-1234-0000012345`) shares its first sixteen bytes in runs of a thousand; comparing
+    /// whole names from the arena in the sort made the diskless compaction a third of a
+    /// leader's CPU.
     pub fn sorted<'a>(&self, name_of: impl Fn(NodeId) -> &'a str) -> Vec<NodeId> {
         let mut keyed: Vec<(u64, NodeId)> =
-            self.ids().map(|id| (prefix(name_of(id)), id)).collect();
-        keyed.sort_unstable_by(|a, b| a.0.cmp(&b.0).then_with(|| name_of(a.1).cmp(name_of(b.1))));
+            self.ids().map(|id| (word(name_of(id), 0), id)).collect();
+        sort_by_words(&mut keyed, 0, &name_of);
         keyed.into_iter().map(|(_, id)| id).collect()
     }
 }
 
-/// The first eight bytes of `name`, zero-padded, as a number that orders as the bytes do.
-fn prefix(name: &str) -> u64 {
+/// Words deeper than this (names sharing 256 bytes) are ordered by whole names instead.
+const WORDS_MAX: usize = 32;
+
+/// Sorts `keyed`, whose keys are the names' word `depth`, into name order.
+fn sort_by_words<'a>(
+    keyed: &mut [(u64, NodeId)],
+    depth: usize,
+    name_of: &impl Fn(NodeId) -> &'a str,
+) {
+    keyed.sort_unstable_by_key(|k| k.0);
+    let mut start = 0;
+    while start < keyed.len() {
+        let key = keyed[start].0;
+        let end = start + keyed[start..].iter().take_while(|k| k.0 == key).count();
+        let run = &mut keyed[start..end];
+        start = end;
+        if run.len() < 2 {
+            continue;
+        }
+        let next = depth + 1;
+        let longer = run.iter().any(|k| name_of(k.1).len() > next * 8);
+        if !longer || next >= WORDS_MAX {
+            // Names no longer than the words compared (or very long shared prefixes): whole
+            // names decide, so padding can never order two names wrongly.
+            run.sort_unstable_by(|a, b| name_of(a.1).cmp(name_of(b.1)));
+            continue;
+        }
+        for k in run.iter_mut() {
+            k.0 = word(name_of(k.1), next);
+        }
+        sort_by_words(run, next, name_of);
+    }
+}
+
+/// Bytes `8 * index ..` of `name`, zero-padded, as a number that orders as the bytes do.
+fn word(name: &str, index: usize) -> u64 {
+    let bytes = name.as_bytes().get(index * 8..).unwrap_or_default();
     let mut w = [0u8; 8];
-    let n = name.len().min(8);
-    w[..n].copy_from_slice(&name.as_bytes()[..n]);
+    let n = bytes.len().min(8);
+    w[..n].copy_from_slice(&bytes[..n]);
     u64::from_be_bytes(w)
 }
 
@@ -144,9 +183,20 @@ mod tests {
                 "abcdefgh0",
                 "abcdefg",
                 "é",
+                "c0-61369-0000012345",
+                "c0-61369-0000012346",
+                "c0-61369-0000002345",
+                "c0-61369-000001234",
+                "c0-61369-00000123450",
+                "c0-61369-0000012345\u{1}",
             ]
             .map(String::from),
         );
+        // Runs sharing many words, and names sharing more than WORDS_MAX words.
+        v.extend((0..300).map(|i| format!("seq-{:010}", i * 7 % 300)));
+        let long = "x".repeat(300);
+        v.extend((0..5).map(|i| format!("{long}{}", 4 - i)));
+        v.push(long);
         v
     }
 

@@ -7,6 +7,9 @@
 //! * A dialer retries with backoff until the peer is back; the acceptor waits for it.
 //! * Each peer has a bounded outbound queue. A frame that does not fit breaks the connection
 //!   (Zab sees a disconnect), because dropping it silently would break FIFO.
+//! * The core's frames of one turn go out together at its end ([`Transport::flush`]): on a
+//!   plaintext connection whose queue is empty the core writes them itself
+//!   ([`crate::shared_socket`]), otherwise they join the queue as one item.
 //!
 //! [`transport`] runs the connections, [`handshake`] is the first exchange on each,
 //! [`framing`] reads and writes length-prefixed frames, [`tls`] wraps them in mutual TLS when

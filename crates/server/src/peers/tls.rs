@@ -7,6 +7,7 @@
 //! The meerkat handshake ([`super::handshake`]) then runs inside TLS.
 
 use crate::config::{ClientAuth, QuorumTlsSettings, TlsSettings};
+use crate::shared_socket::SharedTcp;
 use crate::tls::server::{protocol_versions, provider, roots, stamp, Stamp, TlsError};
 use rustls::client::danger::ServerCertVerifier;
 use rustls::pki_types::ServerName;
@@ -20,28 +21,35 @@ use tokio::net::TcpStream;
 pub trait PeerIo: AsyncRead + AsyncWrite + Send + Unpin {}
 impl<T: AsyncRead + AsyncWrite + Send + Unpin> PeerIo for T {}
 
-/// An established peer connection: a plain socket (split without a lock) or TLS.
+/// An established peer connection: a plain socket (shared without a lock) or TLS.
 pub enum PeerStream {
     Plain(TcpStream),
     Tls(Box<dyn PeerIo>),
 }
 
-/// The reading and writing halves of a peer connection.
+/// The reading and writing halves of a peer connection, and the core's direct way onto a
+/// plaintext one.
 pub type PeerHalves = (
     Box<dyn AsyncRead + Send + Unpin>,
     Box<dyn AsyncWrite + Send + Unpin>,
+    Option<Arc<TcpStream>>,
 );
 
 impl PeerStream {
     pub fn split(self) -> PeerHalves {
         match self {
             PeerStream::Plain(tcp) => {
-                let (r, w) = tcp.into_split();
-                (Box::new(r), Box::new(w))
+                let tcp = Arc::new(tcp);
+                (
+                    Box::new(SharedTcp(tcp.clone())),
+                    Box::new(SharedTcp(tcp.clone())),
+                    Some(tcp),
+                )
             }
+            // A TLS stream's writes go through its session: only its task writes.
             PeerStream::Tls(tls) => {
                 let (r, w) = tokio::io::split(tls);
-                (Box::new(r), Box::new(w))
+                (Box::new(r), Box::new(w), None)
             }
         }
     }

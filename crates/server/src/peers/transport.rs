@@ -1,12 +1,14 @@
 //! Running the peer connections. One task per peer owns that peer's connection life cycle,
 //! so everything it reports — up, frames, down — reaches the host in order.
 
-use super::framing::{read_frame, write_frame};
+use super::framing::{read_frame, write_frame, FRAME_MAX};
 use super::handshake;
 use super::tls::{PeerStream, QuorumTls};
 use super::Sid;
+use crate::shared_socket::DirectPath;
 use std::collections::{BTreeMap, HashMap};
 use std::net::SocketAddr;
+use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 use tokio::io::{AsyncWriteExt, BufWriter};
@@ -38,10 +40,11 @@ pub enum PeerEvent {
     Down(Sid),
 }
 
-/// One queued frame: ready, or still being made elsewhere (a snapshot being encoded). Frames
-/// after a pending one wait for it, so the peer sees them in the order they were queued.
+/// One queued item: frames ready to go (length prefixes included, a turn's worth), or one
+/// frame's payload still being made elsewhere (a snapshot being encoded). Items after a
+/// pending one wait for it, so the peer sees them in the order they were queued.
 pub enum Outgoing {
-    Ready(Vec<u8>),
+    Framed(Vec<u8>),
     Pending(oneshot::Receiver<Vec<u8>>),
 }
 
@@ -49,6 +52,10 @@ pub enum Outgoing {
 #[derive(Default)]
 struct Slot {
     tx: Option<mpsc::Sender<Outgoing>>,
+    /// The core's direct way onto a plaintext connection.
+    direct: Option<DirectPath>,
+    /// Items queued on `tx` and not yet written by the connection task.
+    backlog: Arc<AtomicUsize>,
     close: Arc<Notify>,
 }
 
@@ -63,6 +70,8 @@ pub struct Transport {
     queue_frames: usize,
     events: mpsc::Sender<PeerEvent>,
     tls: Option<QuorumTls>,
+    /// Frames of the core's current turn, per peer, framed; they leave at [`Transport::flush`].
+    turn: HashMap<Sid, Vec<u8>>,
 }
 
 type Inbound = Arc<Mutex<HashMap<Sid, mpsc::Sender<PeerStream>>>>;
@@ -96,6 +105,7 @@ impl Transport {
             queue_frames: config.queue_frames.max(1),
             events,
             tls: tls.clone(),
+            turn: HashMap::new(),
         };
         for (&sid, &addr) in &config.peers {
             transport.add_peer(sid, addr);
@@ -132,39 +142,83 @@ impl Transport {
         )));
     }
 
-    /// Queues a frame for `to`. Without a connection the frame is dropped (the host has been
-    /// told the peer is down); if the queue is full the connection is broken.
-    pub fn send(&self, to: Sid, frame: Vec<u8>) {
-        self.queue(to, Outgoing::Ready(frame));
+    /// Adds a frame for `to` to this turn; it leaves at the next [`Transport::flush`].
+    /// Without a connection then, it is dropped (the host has been told the peer is down); if
+    /// the peer's queue is full, the connection is broken.
+    pub fn send(&mut self, to: Sid, frame: Vec<u8>) {
+        if frame.len() > FRAME_MAX {
+            tracing::error!(
+                peer = to,
+                bytes = frame.len(),
+                "a frame over the peer frame limit; breaking the connection"
+            );
+            self.disconnect(to);
+            return;
+        }
+        let bytes = self.turn.entry(to).or_default();
+        bytes.extend_from_slice(&(frame.len() as u32).to_be_bytes());
+        bytes.extend_from_slice(&frame);
     }
 
-    /// Queues a frame that is still being made: it goes out when `frame` delivers it, and
-    /// everything queued after it waits. If the sender is dropped, the connection is broken
-    /// (the peer would otherwise miss a message).
-    pub fn send_later(&self, to: Sid, frame: oneshot::Receiver<Vec<u8>>) {
-        self.queue(to, Outgoing::Pending(frame));
+    /// Queues a frame that is still being made, after this turn's frames for `to`: it goes
+    /// out when `frame` delivers it, and everything queued after it waits. If the sender is
+    /// dropped, the connection is broken (the peer would otherwise miss a message).
+    pub fn send_later(&mut self, to: Sid, frame: oneshot::Receiver<Vec<u8>>) {
+        self.flush_peer(to);
+        if let Some(slot) = self.slots.get(&to) {
+            queue(to, &mut lock(slot), Outgoing::Pending(frame));
+        }
     }
 
-    fn queue(&self, to: Sid, frame: Outgoing) {
+    /// Sends this turn's frames: written at once by the caller where the connection is
+    /// plaintext and its task has nothing unwritten (no queue hop, no task wake-up), queued
+    /// as one item otherwise or for what the socket did not take.
+    pub fn flush(&mut self) {
+        let peers: Vec<Sid> = self
+            .turn
+            .iter()
+            .filter(|(_, bytes)| !bytes.is_empty())
+            .map(|(&sid, _)| sid)
+            .collect();
+        for sid in peers {
+            self.flush_peer(sid);
+        }
+    }
+
+    fn flush_peer(&mut self, to: Sid) {
+        let Some(bytes) = self.turn.get_mut(&to).filter(|b| !b.is_empty()) else {
+            return;
+        };
         let Some(slot) = self.slots.get(&to) else {
             tracing::warn!(
                 peer = to,
-                "dropping a frame for a server that is not a member"
+                "dropping frames for a server that is not a member"
             );
+            bytes.clear();
             return;
         };
         let mut slot = lock(slot);
-        let Some(tx) = &slot.tx else {
+        if slot.tx.is_none() {
+            bytes.clear();
             return;
-        };
-        if let Err(mpsc::error::TrySendError::Full(_)) = tx.try_send(frame) {
-            tracing::warn!(
-                peer = to,
-                "peer is not keeping up (outbound queue full); breaking the connection"
-            );
-            slot.tx = None;
-            slot.close.notify_one();
         }
+        let written = match &slot.direct {
+            Some(direct) if direct.is_clear() => direct.write_now(bytes),
+            _ => 0,
+        };
+        if written == bytes.len() {
+            // All out: the buffer (and its allocation) serves the next turn.
+            bytes.clear();
+            return;
+        }
+        let rest = if written == 0 {
+            std::mem::take(bytes)
+        } else {
+            let rest = bytes[written..].to_vec();
+            bytes.clear();
+            rest
+        };
+        queue(to, &mut slot, Outgoing::Framed(rest));
     }
 
     /// A handle that tells when every frame queued so far has left for its peer.
@@ -172,8 +226,12 @@ impl Transport {
         PeerQueues(self.slots.values().cloned().collect())
     }
 
-    /// Breaks the connection to `peer` (it will be re-established).
-    pub fn disconnect(&self, peer: Sid) {
+    /// Breaks the connection to `peer` (it will be re-established); this turn's frames for
+    /// it are dropped with it.
+    pub fn disconnect(&mut self, peer: Sid) {
+        if let Some(bytes) = self.turn.get_mut(&peer) {
+            bytes.clear();
+        }
         if let Some(slot) = self.slots.get(&peer) {
             let mut slot = lock(slot);
             slot.tx = None;
@@ -221,15 +279,35 @@ impl PeerQueues {
     pub async fn drained(&self, within: Duration) {
         let deadline = tokio::time::Instant::now() + within;
         let empty = |slot: &Arc<Mutex<Slot>>| {
-            lock(slot)
-                .tx
-                .as_ref()
-                .is_none_or(|tx| tx.capacity() == tx.max_capacity())
+            let slot = lock(slot);
+            slot.tx.is_none() || slot.backlog.load(Ordering::Acquire) == 0
         };
         while !self.0.iter().all(empty) && tokio::time::Instant::now() < deadline {
             tokio::time::sleep(Duration::from_millis(2)).await;
         }
         tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+}
+
+/// Hands an item to the connection task; a full queue breaks the connection.
+fn queue(to: Sid, slot: &mut Slot, item: Outgoing) {
+    let Some(tx) = &slot.tx else {
+        return;
+    };
+    // Counted before the task can see it, so the task's count never goes below zero and the
+    // core does not write past it.
+    slot.backlog.fetch_add(1, Ordering::AcqRel);
+    if let Err(e) = tx.try_send(item) {
+        slot.backlog.fetch_sub(1, Ordering::AcqRel);
+        if let mpsc::error::TrySendError::Full(_) = e {
+            tracing::warn!(
+                peer = to,
+                "peer is not keeping up (outbound queue full); breaking the connection"
+            );
+            slot.tx = None;
+            slot.direct = None;
+            slot.close.notify_one();
+        }
     }
 }
 
@@ -347,9 +425,13 @@ async fn peer_task(
             },
         };
         let (tx, rx) = mpsc::channel(queue);
+        let (read_half, write_half, direct) = stream.split();
+        let backlog = Arc::new(AtomicUsize::new(0));
         let close = {
             let mut s = lock(&slot);
             s.tx = Some(tx);
+            s.direct = direct.map(|socket| DirectPath::new(socket, backlog.clone()));
+            s.backlog = backlog.clone();
             s.close = Arc::new(Notify::new());
             s.close.clone()
         };
@@ -357,8 +439,13 @@ async fn peer_task(
             return;
         }
         tracing::info!(peer = sid, "peer connection up");
-        next = serve(sid, stream, rx, &close, &mut inbound, &events).await;
-        lock(&slot).tx = None;
+        let halves = (read_half, write_half);
+        next = serve(sid, halves, rx, &backlog, &close, &mut inbound, &events).await;
+        {
+            let mut s = lock(&slot);
+            s.tx = None;
+            s.direct = None;
+        }
         tracing::info!(peer = sid, "peer connection down");
         if events.send(PeerEvent::Down(sid)).await.is_err() {
             return;
@@ -392,27 +479,38 @@ async fn dial_until_up(me: Sid, sid: Sid, addr: SocketAddr, tls: Option<&QuorumT
 /// (returned, to be served next).
 async fn serve(
     sid: Sid,
-    stream: PeerStream,
+    (read_half, write_half): (
+        Box<dyn tokio::io::AsyncRead + Send + Unpin>,
+        Box<dyn tokio::io::AsyncWrite + Send + Unpin>,
+    ),
     mut rx: mpsc::Receiver<Outgoing>,
+    backlog: &AtomicUsize,
     close: &Notify,
     inbound: &mut mpsc::Receiver<PeerStream>,
     events: &mpsc::Sender<PeerEvent>,
 ) -> Option<PeerStream> {
-    let (read_half, write_half) = stream.split();
     // Buffered: under load many frames arrive per read, not one read per length and body.
     let mut read_half = tokio::io::BufReader::with_capacity(64 << 10, read_half);
     let writer = async move {
         let mut w = BufWriter::with_capacity(64 << 10, write_half);
+        // Items taken and not yet flushed to the socket.
+        let mut taken = 0;
         while let Some(outgoing) = rx.recv().await {
+            taken += 1;
             let frame = match outgoing {
-                Outgoing::Ready(frame) => frame,
+                Outgoing::Framed(bytes) => {
+                    if w.write_all(&bytes).await.is_err() {
+                        return;
+                    }
+                    None
+                }
                 Outgoing::Pending(made) => {
                     // What is buffered goes out now, not after the wait.
                     if w.flush().await.is_err() {
                         return;
                     }
                     match made.await {
-                        Ok(frame) => frame,
+                        Ok(frame) => Some(frame),
                         Err(_) => {
                             tracing::warn!(
                                 peer = sid,
@@ -423,12 +521,19 @@ async fn serve(
                     }
                 }
             };
-            if write_frame(&mut w, &frame).await.is_err() {
-                return;
+            if let Some(frame) = frame {
+                if write_frame(&mut w, &frame).await.is_err() {
+                    return;
+                }
             }
-            // Batch what is already queued into one write.
-            if rx.is_empty() && w.flush().await.is_err() {
-                return;
+            // Batch what is already queued into one write; once it is out, the core may
+            // write directly again.
+            if rx.is_empty() {
+                if w.flush().await.is_err() {
+                    return;
+                }
+                backlog.fetch_sub(taken, Ordering::AcqRel);
+                taken = 0;
             }
         }
     };
