@@ -9,6 +9,7 @@
 
 use crate::config::ServerConfig;
 use crate::connection::ConnHandle;
+use crate::limits;
 use crate::peers::Transport;
 use crate::LogProgress;
 use proto::request::{self, Request};
@@ -281,14 +282,27 @@ impl Core {
         self.answer_hand_over();
     }
 
-    /// Sends the frames of this turn, to peers and clients: one write each (see
-    /// [`Transport::flush`] and [`ConnHandle::flush`]). Called once per turn of the core's
-    /// loop, after every input ready then was handled. Peers first: a commit on its way to
-    /// the followers should not wait for the replies.
+    /// Sends the frames of this turn, to clients and peers: one write each (see
+    /// [`ConnHandle::flush`] and [`Transport::flush`]). Called once per turn of the core's
+    /// loop, after every input ready then was handled. A turn's only reply goes before the
+    /// peers' frames (it ends a client's wait; a commit only starts a follower's work); with
+    /// more, the peers' go first: the followers' clients are waiting too, and one commit
+    /// frame answers many of them. (Measured both ways: replies first gained a fifth on one
+    /// client through the leader and lost up to a tenth at 60 clients.)
     pub(crate) fn flush(&mut self) {
+        let replies_first = self.turn_conns.len() <= limits::REPLIES_BEFORE_PEERS_MAX;
+        if replies_first {
+            self.flush_clients();
+        }
         if let Some(transport) = &mut self.transport {
             transport.flush();
         }
+        if !replies_first {
+            self.flush_clients();
+        }
+    }
+
+    fn flush_clients(&mut self) {
         for conn in std::mem::take(&mut self.turn_conns) {
             let Some(handle) = self.handles.get_mut(&conn) else {
                 continue;

@@ -48,3 +48,7 @@ pub fn hand_over_within_ms(tick_time_ms: u32) -> u64 {
 /// enough to batch a busy server's replication traffic, few enough that a frame never waits
 /// behind a long run of inputs.
 pub const CORE_TURN_INPUTS_MAX: usize = 64;
+
+/// Client connections with frames in a turn of the core that are written before the turn's
+/// peer frames; with more, the peers' go first (see `Core::flush`).
+pub const REPLIES_BEFORE_PEERS_MAX: usize = 1;
