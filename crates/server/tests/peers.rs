@@ -230,3 +230,53 @@ async fn a_frame_still_being_made_keeps_its_place_and_an_abandoned_one_breaks_th
     drop(abandoned);
     assert_eq!(next(&mut rx2).await, PeerEvent::Down(1));
 }
+
+/// Frames sent while the peer's socket is full wait in the queue; frames of later turns queue
+/// behind them (the core must not write past them), and every frame arrives whole and in order
+/// once the peer reads again.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn frames_of_later_turns_wait_behind_a_full_socket_and_arrive_in_order() {
+    const FRAMES: u32 = 600;
+    let addrs: BTreeMap<u64, SocketAddr> = (1..=2).map(|s| (s, free_addr())).collect();
+    let (tx1, mut rx1) = mpsc::channel(1024);
+    // Server 2's host reads its events only later: its reader stalls, TCP fills up.
+    let (tx2, mut rx2) = mpsc::channel(4);
+    let mut t1 = Transport::start(config(1, &addrs, PEER_QUEUE_FRAMES), tx1)
+        .await
+        .expect("start");
+    let _t2 = Transport::start(config(2, &addrs, PEER_QUEUE_FRAMES), tx2)
+        .await
+        .expect("start");
+    all_up(&mut rx1, &[2]).await;
+    all_up(&mut rx2, &[1]).await;
+    let frame = |i: u32| -> Vec<u8> {
+        let mut f = vec![(i % 251) as u8; 64 << 10];
+        f[..4].copy_from_slice(&i.to_be_bytes());
+        f
+    };
+    let reader = tokio::spawn(async move {
+        tokio::time::sleep(Duration::from_millis(300)).await;
+        for i in 0..FRAMES {
+            assert_eq!(
+                next(&mut rx2).await,
+                PeerEvent::Frame(1, frame(i)),
+                "frame {i}"
+            );
+        }
+    });
+    // Turns of one to four frames, over about a second: the first fill the socket, the later
+    // ones come while the queue drains.
+    let mut i = 0;
+    while i < FRAMES {
+        for _ in 0..(1 + i % 4).min(FRAMES - i) {
+            t1.send(2, frame(i));
+            i += 1;
+        }
+        t1.flush();
+        tokio::time::sleep(Duration::from_millis(2)).await;
+    }
+    tokio::time::timeout(WAIT, reader)
+        .await
+        .expect("every frame in time")
+        .expect("frames whole and in order");
+}

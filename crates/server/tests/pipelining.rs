@@ -260,3 +260,73 @@ async fn each_session_keeps_its_order_while_others_write() {
     }
     server.shutdown().await;
 }
+
+/// A client that stops reading for a while, then reads everything while it keeps asking: its
+/// replies fill the socket, so the server's direct writes come up short and the rest waits in
+/// the connection's queue; replies made while that queue drains must queue behind it, and
+/// direct writes resume once it is written. Every reply arrives whole and in order.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn replies_stay_whole_and_in_order_when_the_socket_fills_and_drains() {
+    const PAUSED: i32 = 300;
+    const READING: i32 = 300;
+    const DATA: usize = 64 << 10;
+    let server = start(test_config()).await;
+    let mut setup = Conn::session(server.client_address).await;
+    let data: Vec<u8> = (0..DATA).map(|i| (i % 251) as u8).collect();
+    assert_eq!(setup.call(&create("/wide", &data, 0)).await.header.err, 0);
+    let conn = Conn::session(server.client_address).await;
+    let (mut rd, mut wr) = conn.stream.into_split();
+    let asker = tokio::spawn(async move {
+        let mut xid = 0;
+        let mut burst = |n: i32| {
+            let mut bytes = Vec::new();
+            for _ in 0..n {
+                xid += 1;
+                bytes.extend_from_slice(&request_frame(xid, &get_data("/wide", false)));
+            }
+            bytes
+        };
+        // 300 × 64 KiB of replies (about 19 MiB: more than loopback buffers, less than the
+        // server's per-connection outbound limit) while nobody reads...
+        for _ in 0..3 {
+            wr.write_all(&burst(PAUSED / 3))
+                .await
+                .expect("requests written");
+            tokio::time::sleep(std::time::Duration::from_millis(300)).await;
+        }
+        // ...then more, a few at a time, while the reader drains the first ones.
+        for _ in 0..READING / 5 {
+            wr.write_all(&burst(5)).await.expect("requests written");
+            tokio::time::sleep(std::time::Duration::from_millis(3)).await;
+        }
+        wr
+    });
+    tokio::time::sleep(std::time::Duration::from_millis(1000)).await;
+    let mut buf = Vec::new();
+    let mut expected = 1;
+    while expected <= PAUSED + READING {
+        while let Some(payload) = take_frame(&mut buf) {
+            let reply = Reply::parse(&payload);
+            assert_eq!(reply.header.xid, expected, "reply out of order");
+            assert_eq!(reply.header.err, 0);
+            match reply.response(OpCode::GetData) {
+                Response::GetData(r) => assert!(
+                    r.data.as_deref() == Some(&data[..]),
+                    "reply {expected} damaged"
+                ),
+                other => panic!("expected getData, got {other:?}"),
+            }
+            expected += 1;
+        }
+        if expected > PAUSED + READING {
+            break;
+        }
+        let n = tokio::time::timeout(IO_TIMEOUT, rd.read_buf(&mut buf))
+            .await
+            .unwrap_or_else(|_| panic!("no reply after xid {}", expected - 1))
+            .expect("read");
+        assert_ne!(n, 0, "closed after {} replies", expected - 1);
+    }
+    let _wr = asker.await.expect("asking task");
+    server.shutdown().await;
+}
