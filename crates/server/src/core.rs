@@ -303,7 +303,7 @@ impl Core {
     }
 
     fn flush_clients(&mut self) {
-        for conn in std::mem::take(&mut self.turn_conns) {
+        for conn in self.turn_conns.drain(..) {
             let Some(handle) = self.handles.get_mut(&conn) else {
                 continue;
             };

@@ -164,7 +164,9 @@ impl Transport {
     /// out when `frame` delivers it, and everything queued after it waits. If the sender is
     /// dropped, the connection is broken (the peer would otherwise miss a message).
     pub fn send_later(&mut self, to: Sid, frame: oneshot::Receiver<Vec<u8>>) {
-        self.flush_peer(to);
+        if let Some(bytes) = self.turn.get_mut(&to) {
+            flush_to(to, bytes, &self.slots);
+        }
         if let Some(slot) = self.slots.get(&to) {
             queue(to, &mut lock(slot), Outgoing::Pending(frame));
         }
@@ -174,51 +176,9 @@ impl Transport {
     /// plaintext and its task has nothing unwritten (no queue hop, no task wake-up), queued
     /// as one item otherwise or for what the socket did not take.
     pub fn flush(&mut self) {
-        let peers: Vec<Sid> = self
-            .turn
-            .iter()
-            .filter(|(_, bytes)| !bytes.is_empty())
-            .map(|(&sid, _)| sid)
-            .collect();
-        for sid in peers {
-            self.flush_peer(sid);
+        for (&to, bytes) in self.turn.iter_mut() {
+            flush_to(to, bytes, &self.slots);
         }
-    }
-
-    fn flush_peer(&mut self, to: Sid) {
-        let Some(bytes) = self.turn.get_mut(&to).filter(|b| !b.is_empty()) else {
-            return;
-        };
-        let Some(slot) = self.slots.get(&to) else {
-            tracing::warn!(
-                peer = to,
-                "dropping frames for a server that is not a member"
-            );
-            bytes.clear();
-            return;
-        };
-        let mut slot = lock(slot);
-        if slot.tx.is_none() {
-            bytes.clear();
-            return;
-        }
-        let written = match &slot.direct {
-            Some(direct) if direct.is_clear() => direct.write_now(bytes),
-            _ => 0,
-        };
-        if written == bytes.len() {
-            // All out: the buffer (and its allocation) serves the next turn.
-            bytes.clear();
-            return;
-        }
-        let rest = if written == 0 {
-            std::mem::take(bytes)
-        } else {
-            let rest = bytes[written..].to_vec();
-            bytes.clear();
-            rest
-        };
-        queue(to, &mut slot, Outgoing::Framed(rest));
     }
 
     /// A handle that tells when every frame queued so far has left for its peer.
@@ -287,6 +247,44 @@ impl PeerQueues {
         }
         tokio::time::sleep(Duration::from_millis(20)).await;
     }
+}
+
+/// Sends `to` the frames of this turn in `bytes` (see [`Transport::flush`]), leaving `bytes`
+/// empty.
+fn flush_to(to: Sid, bytes: &mut Vec<u8>, slots: &HashMap<Sid, Arc<Mutex<Slot>>>) {
+    if bytes.is_empty() {
+        return;
+    }
+    let Some(slot) = slots.get(&to) else {
+        tracing::warn!(
+            peer = to,
+            "dropping frames for a server that is not a member"
+        );
+        bytes.clear();
+        return;
+    };
+    let mut slot = lock(slot);
+    if slot.tx.is_none() {
+        bytes.clear();
+        return;
+    }
+    let written = match &slot.direct {
+        Some(direct) if direct.is_clear() => direct.write_now(bytes),
+        _ => 0,
+    };
+    if written == bytes.len() {
+        // All out: the buffer (and its allocation) serves the next turn.
+        bytes.clear();
+        return;
+    }
+    let rest = if written == 0 {
+        std::mem::take(bytes)
+    } else {
+        let rest = bytes[written..].to_vec();
+        bytes.clear();
+        rest
+    };
+    queue(to, &mut slot, Outgoing::Framed(rest));
 }
 
 /// Hands an item to the connection task; a full queue breaks the connection.
