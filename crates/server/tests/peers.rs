@@ -48,6 +48,30 @@ async fn all_up(rx: &mut mpsc::Receiver<PeerEvent>, peers: &[u64]) {
     assert_eq!(up, peers);
 }
 
+/// Servers 1 and 2 connected, each host's events in its own channel (server 2's holding at most
+/// `events2`), both `Up` already taken.
+async fn connected_pair(
+    events2: usize,
+) -> (
+    Transport,
+    Transport,
+    mpsc::Receiver<PeerEvent>,
+    mpsc::Receiver<PeerEvent>,
+) {
+    let addrs: BTreeMap<u64, SocketAddr> = (1..=2).map(|s| (s, free_addr())).collect();
+    let (tx1, mut rx1) = mpsc::channel(1024);
+    let (tx2, mut rx2) = mpsc::channel(events2);
+    let t1 = Transport::start(config(1, &addrs, PEER_QUEUE_FRAMES), tx1)
+        .await
+        .expect("start");
+    let t2 = Transport::start(config(2, &addrs, PEER_QUEUE_FRAMES), tx2)
+        .await
+        .expect("start");
+    all_up(&mut rx1, &[2]).await;
+    all_up(&mut rx2, &[1]).await;
+    (t1, t2, rx1, rx2)
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn members_connect_exchange_in_order_and_reconnect_after_a_restart() {
     let addrs: BTreeMap<u64, SocketAddr> = (1..=3).map(|s| (s, free_addr())).collect();
@@ -194,17 +218,7 @@ async fn a_peer_that_stops_reading_is_disconnected_not_buffered_without_bound() 
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_frame_still_being_made_keeps_its_place_and_an_abandoned_one_breaks_the_connection() {
-    let addrs: BTreeMap<u64, SocketAddr> = (1..=2).map(|s| (s, free_addr())).collect();
-    let (tx1, mut rx1) = mpsc::channel(1024);
-    let (tx2, mut rx2) = mpsc::channel(1024);
-    let mut t1 = Transport::start(config(1, &addrs, PEER_QUEUE_FRAMES), tx1)
-        .await
-        .expect("start");
-    let _t2 = Transport::start(config(2, &addrs, PEER_QUEUE_FRAMES), tx2)
-        .await
-        .expect("start");
-    all_up(&mut rx1, &[2]).await;
-    all_up(&mut rx2, &[1]).await;
+    let (mut t1, _t2, _rx1, mut rx2) = connected_pair(1024).await;
     let (made, later) = tokio::sync::oneshot::channel();
     t1.send(2, b"first".to_vec());
     t1.send_later(2, later);
@@ -237,18 +251,8 @@ async fn a_frame_still_being_made_keeps_its_place_and_an_abandoned_one_breaks_th
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn frames_of_later_turns_wait_behind_a_full_socket_and_arrive_in_order() {
     const FRAMES: u32 = 600;
-    let addrs: BTreeMap<u64, SocketAddr> = (1..=2).map(|s| (s, free_addr())).collect();
-    let (tx1, mut rx1) = mpsc::channel(1024);
     // Server 2's host reads its events only later: its reader stalls, TCP fills up.
-    let (tx2, mut rx2) = mpsc::channel(4);
-    let mut t1 = Transport::start(config(1, &addrs, PEER_QUEUE_FRAMES), tx1)
-        .await
-        .expect("start");
-    let _t2 = Transport::start(config(2, &addrs, PEER_QUEUE_FRAMES), tx2)
-        .await
-        .expect("start");
-    all_up(&mut rx1, &[2]).await;
-    all_up(&mut rx2, &[1]).await;
+    let (mut t1, _t2, _rx1, mut rx2) = connected_pair(4).await;
     let frame = |i: u32| -> Vec<u8> {
         let mut f = vec![(i % 251) as u8; 64 << 10];
         f[..4].copy_from_slice(&i.to_be_bytes());

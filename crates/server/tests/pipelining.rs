@@ -177,25 +177,40 @@ async fn more_pipelined_requests_than_the_in_flight_bound_are_all_answered() {
         wr
     });
     let mut buf = Vec::new();
+    read_replies_in_order(&mut rd, &mut buf, MANY, |_| {}).await;
+    let _wr = writer.await.expect("writer task");
+    server.shutdown().await;
+}
+
+/// Reads replies with xids 1 to `last`, in that order and without errors, checking each with
+/// `check`; what was read beyond them stays in `buf`.
+async fn read_replies_in_order(
+    rd: &mut (impl AsyncReadExt + Unpin),
+    buf: &mut Vec<u8>,
+    last: i32,
+    check: impl Fn(&Reply),
+) {
     let mut expected = 1;
-    while expected <= MANY {
-        while let Some(payload) = take_frame(&mut buf) {
+    while expected <= last {
+        while expected <= last {
+            let Some(payload) = take_frame(buf) else {
+                break;
+            };
             let reply = Reply::parse(&payload);
             assert_eq!(reply.header.xid, expected, "reply out of order");
             assert_eq!(reply.header.err, 0);
+            check(&reply);
             expected += 1;
         }
-        if expected > MANY {
+        if expected > last {
             break;
         }
-        let n = tokio::time::timeout(IO_TIMEOUT, rd.read_buf(&mut buf))
+        let n = tokio::time::timeout(IO_TIMEOUT, rd.read_buf(buf))
             .await
             .unwrap_or_else(|_| panic!("no reply after xid {}", expected - 1))
             .expect("read");
         assert_ne!(n, 0, "closed after {} replies", expected - 1);
     }
-    let _wr = writer.await.expect("writer task");
-    server.shutdown().await;
 }
 
 /// Removes one frame's payload from the front of `buf`, if a whole one is there.
@@ -303,30 +318,17 @@ async fn replies_stay_whole_and_in_order_when_the_socket_fills_and_drains() {
     });
     tokio::time::sleep(std::time::Duration::from_millis(1000)).await;
     let mut buf = Vec::new();
-    let mut expected = 1;
-    while expected <= PAUSED + READING {
-        while let Some(payload) = take_frame(&mut buf) {
-            let reply = Reply::parse(&payload);
-            assert_eq!(reply.header.xid, expected, "reply out of order");
-            assert_eq!(reply.header.err, 0);
-            match reply.response(OpCode::GetData) {
-                Response::GetData(r) => assert!(
-                    r.data.as_deref() == Some(&data[..]),
-                    "reply {expected} damaged"
-                ),
-                other => panic!("expected getData, got {other:?}"),
-            }
-            expected += 1;
+    read_replies_in_order(&mut rd, &mut buf, PAUSED + READING, |reply| {
+        match reply.response(OpCode::GetData) {
+            Response::GetData(r) => assert!(
+                r.data.as_deref() == Some(&data[..]),
+                "reply {} damaged",
+                reply.header.xid
+            ),
+            other => panic!("expected getData, got {other:?}"),
         }
-        if expected > PAUSED + READING {
-            break;
-        }
-        let n = tokio::time::timeout(IO_TIMEOUT, rd.read_buf(&mut buf))
-            .await
-            .unwrap_or_else(|_| panic!("no reply after xid {}", expected - 1))
-            .expect("read");
-        assert_ne!(n, 0, "closed after {} replies", expected - 1);
-    }
+    })
+    .await;
     let _wr = asker.await.expect("asking task");
     server.shutdown().await;
 }
