@@ -20,8 +20,17 @@ use std::time::{Duration, Instant};
 
 /// A fixed KRaft cluster id (a base64 UUID): every cluster is new, in a fresh directory.
 const KAFKA_CLUSTER_ID: &str = "bWVlcmthdC1xdWV1ZWpvYg";
-/// How long a node may take to listen (JVM start included).
+/// How long a cluster may take to start (JVM starts and formatting included).
 const START_TIME_MAX: Duration = Duration::from_secs(180);
+/// A job's time for its set-up (topic, consumer group, sessions)...
+const JOB_SETUP_TIME: Duration = Duration::from_secs(180);
+/// ...and per message: far above what a broker on a loaded 2-core machine takes (a few ms).
+const JOB_TIME_PER_MESSAGE: Duration = Duration::from_millis(20);
+/// How long the job's JVM may outlive its own deadline (its report, its exit) before the bench
+/// kills it.
+const JOB_EXIT_GRACE: Duration = Duration::from_secs(30);
+/// Lines of a log shown when a broker or the job fails.
+const LOG_TAIL_LINES: usize = 30;
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize, clap::ValueEnum)]
 #[serde(rename_all = "lowercase")]
@@ -46,7 +55,10 @@ pub struct Cluster {
     pub broker: Broker,
     /// The client's bootstrap list (`host:port,...`).
     pub bootstrap: String,
+    /// Where the nodes' directories and logs are.
+    dir: PathBuf,
     nodes: Vec<Child>,
+    logs: Vec<PathBuf>,
 }
 
 impl Cluster {
@@ -75,6 +87,15 @@ impl Cluster {
             let _ = node.wait();
         }
         self.nodes.clear();
+    }
+
+    /// The tail of every node's log, for an error that needs them.
+    fn log_tails(&self) -> String {
+        self.logs
+            .iter()
+            .map(|log| format!("== {}\n{}", log.display(), log_tail(log)))
+            .collect::<Vec<_>>()
+            .join("\n")
     }
 }
 
@@ -110,18 +131,25 @@ async fn start_kafka(script: &Path, dir: &Path, nodes: usize) -> anyhow::Result<
         )?;
         configs.push(config);
     }
+    let started = Instant::now();
     // Formatting starts a JVM per node: run them side by side.
-    let formats: Vec<_> = configs
-        .iter()
-        .map(|config| script_command(script, &["kafka-format", KAFKA_CLUSTER_ID], config).output())
-        .collect();
-    for (format, config) in formats.into_iter().zip(&configs) {
-        let output = format?;
+    let mut formats = Vec::new();
+    for config in &configs {
+        let log = config.with_file_name("format.log");
+        let child = spawn_logged(
+            script_command(script, &["kafka-format", KAFKA_CLUSTER_ID], config),
+            &log,
+        )?;
+        formats.push((child, log));
+    }
+    for (child, log) in formats {
+        let status = wait_bounded(child, started + START_TIME_MAX).await?;
         anyhow::ensure!(
-            output.status.success(),
-            "formatting {}: {}",
-            config.display(),
-            String::from_utf8_lossy(&output.stderr)
+            status.is_some_and(|s| s.success()),
+            "formatting a Kafka node: {}; {} ends:\n{}",
+            describe(status),
+            log.display(),
+            log_tail(&log)
         );
     }
     drop(hold);
@@ -132,19 +160,20 @@ async fn start_kafka(script: &Path, dir: &Path, nodes: usize) -> anyhow::Result<
             .map(|p| format!("127.0.0.1:{p}"))
             .collect::<Vec<_>>()
             .join(","),
+        dir: dir.to_path_buf(),
         nodes: Vec::new(),
+        logs: Vec::new(),
     };
     for config in &configs {
-        let log = std::fs::File::create(config.with_file_name("server.log"))?;
-        let node = script_command(script, &["kafka-run"], config)
-            .stdin(Stdio::null())
-            .stdout(log.try_clone()?)
-            .stderr(log)
-            .spawn()?;
+        let log = config.with_file_name("server.log");
+        let node = spawn_logged(script_command(script, &["kafka-run"], config), &log)?;
         cluster.nodes.push(node);
+        cluster.logs.push(log);
     }
     for port in client_ports {
-        wait_listening(*port).await?;
+        if let Err(e) = wait_listening(*port, started + START_TIME_MAX).await {
+            anyhow::bail!("{e}; the nodes' logs end:\n{}", cluster.log_tails());
+        }
     }
     Ok(cluster)
 }
@@ -196,19 +225,18 @@ async fn start_artemis(script: &Path, dir: &Path) -> anyhow::Result<Cluster> {
             "(tcp://127.0.0.1:{},tcp://127.0.0.1:{})?ha=true&reconnectAttempts=-1",
             ports[0], ports[1]
         ),
+        dir: dir.to_path_buf(),
         nodes: Vec::new(),
+        logs: Vec::new(),
     };
+    let deadline = Instant::now() + START_TIME_MAX;
     // The live broker first: the backup replicates from it.
     for (config, ready) in configs.iter().zip(["started", "backup in sync"]) {
-        let log_path = config.with_file_name("server.log");
-        let log = std::fs::File::create(&log_path)?;
-        let node = script_command(script, &["artemis-run"], config)
-            .stdin(Stdio::null())
-            .stdout(log.try_clone()?)
-            .stderr(log)
-            .spawn()?;
+        let log = config.with_file_name("server.log");
+        let node = spawn_logged(script_command(script, &["artemis-run"], config), &log)?;
         cluster.nodes.push(node);
-        wait_for_line(&log_path, ready).await?;
+        cluster.logs.push(log.clone());
+        wait_for_line(&log, ready, deadline).await?;
     }
     Ok(cluster)
 }
@@ -262,22 +290,64 @@ fn artemis_xml(role: &str, port: u16, peer: u16, home: &Path) -> String {
 
 /// Waits until the log at `path` has a line equal to `line` (a node exiting shows up as a
 /// timeout, with the log's tail).
-async fn wait_for_line(path: &Path, line: &str) -> anyhow::Result<()> {
-    let started = Instant::now();
+async fn wait_for_line(path: &Path, line: &str, deadline: Instant) -> anyhow::Result<()> {
     loop {
         let text = std::fs::read_to_string(path).unwrap_or_default();
         if text.lines().any(|l| l == line) {
             return Ok(());
         }
-        if started.elapsed() > START_TIME_MAX {
-            let tail: Vec<&str> = text.lines().rev().take(20).collect();
+        if Instant::now() > deadline {
             anyhow::bail!(
                 "{} did not say {line:?} within {START_TIME_MAX:?}; its log ends:\n{}",
                 path.display(),
-                tail.into_iter().rev().collect::<Vec<_>>().join("\n")
+                log_tail(path)
             );
         }
         tokio::time::sleep(Duration::from_millis(200)).await;
+    }
+}
+
+/// The last [`LOG_TAIL_LINES`] lines of the file at `path` (empty if it cannot be read).
+fn log_tail(path: &Path) -> String {
+    let text = std::fs::read_to_string(path).unwrap_or_default();
+    let lines: Vec<&str> = text.lines().collect();
+    lines[lines.len().saturating_sub(LOG_TAIL_LINES)..].join("\n")
+}
+
+/// Spawns `command` with its output (stdout and stderr) going to a new file at `log`.
+fn spawn_logged(mut command: Command, log: &Path) -> anyhow::Result<Child> {
+    let file = std::fs::File::create(log)?;
+    Ok(command
+        .stdin(Stdio::null())
+        .stdout(file.try_clone()?)
+        .stderr(file)
+        .spawn()?)
+}
+
+/// Waits for `child` to exit until `deadline`; past it, SIGKILLs it (by its pid) and reaps it.
+/// `None`: it was killed.
+async fn wait_bounded(
+    mut child: Child,
+    deadline: Instant,
+) -> anyhow::Result<Option<std::process::ExitStatus>> {
+    loop {
+        if let Some(status) = child.try_wait()? {
+            return Ok(Some(status));
+        }
+        if Instant::now() > deadline {
+            let _ = child.kill();
+            child.wait()?;
+            return Ok(None);
+        }
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+}
+
+/// How a bounded child ended, for an error message.
+fn describe(status: Option<std::process::ExitStatus>) -> String {
+    match status {
+        Some(status) => format!("it exited with {status}"),
+        None => "it was still running at its deadline and was killed".into(),
     }
 }
 
@@ -288,8 +358,7 @@ fn script_command(script: &Path, args: &[&str], config: &Path) -> Command {
     command
 }
 
-async fn wait_listening(port: u16) -> anyhow::Result<()> {
-    let started = Instant::now();
+async fn wait_listening(port: u16, deadline: Instant) -> anyhow::Result<()> {
     loop {
         if tokio::net::TcpStream::connect(("127.0.0.1", port))
             .await
@@ -298,14 +367,21 @@ async fn wait_listening(port: u16) -> anyhow::Result<()> {
             return Ok(());
         }
         anyhow::ensure!(
-            started.elapsed() < START_TIME_MAX,
+            Instant::now() < deadline,
             "no broker listening on 127.0.0.1:{port} after {START_TIME_MAX:?}"
         );
         tokio::time::sleep(Duration::from_millis(200)).await;
     }
 }
 
-/// Runs the producer/consumer job against `cluster` with Kafka's own client.
+/// The time a job of `messages` messages is given, set-up included.
+pub fn job_time_max(messages: u64) -> Duration {
+    JOB_SETUP_TIME + JOB_TIME_PER_MESSAGE * u32::try_from(messages).unwrap_or(u32::MAX)
+}
+
+/// Runs the producer/consumer job against `cluster` with Kafka's own client. The job has
+/// [`job_time_max`] to finish; a job that fails or outlives it (then killed) fails the run
+/// with the job's output and the tails of the nodes' logs.
 pub async fn run_job(
     script: &Path,
     cluster: &Cluster,
@@ -314,6 +390,7 @@ pub async fn run_job(
     consumers: usize,
     size: usize,
 ) -> anyhow::Result<JobResult> {
+    let time_max = job_time_max(messages);
     let args: Vec<String> = vec![
         "job".into(),
         cluster.broker.name().into(),
@@ -322,23 +399,28 @@ pub async fn run_job(
         producers.to_string(),
         consumers.to_string(),
         size.to_string(),
+        time_max.as_secs().to_string(),
     ];
-    let script: PathBuf = script.to_path_buf();
-    let output = tokio::task::spawn_blocking(move || {
-        Command::new("bash")
-            .arg(&script)
-            .args(&args)
-            .stdin(Stdio::null())
-            .output()
-    })
-    .await??;
+    let stdout_path = cluster.dir.join("job.out");
+    let stderr_path = cluster.dir.join("job.err");
+    let child = Command::new("bash")
+        .arg(script)
+        .args(&args)
+        .stdin(Stdio::null())
+        .stdout(std::fs::File::create(&stdout_path)?)
+        .stderr(std::fs::File::create(&stderr_path)?)
+        .spawn()?;
+    let status = wait_bounded(child, Instant::now() + time_max + JOB_EXIT_GRACE).await?;
+    let stdout = std::fs::read_to_string(&stdout_path).unwrap_or_default();
     anyhow::ensure!(
-        output.status.success(),
-        "the {} job failed: {}",
+        status.is_some_and(|s| s.success()),
+        "the {} job failed ({}); {} ends:\n{}\nthe nodes' logs end:\n{}",
         cluster.broker.name(),
-        String::from_utf8_lossy(&output.stderr)
+        describe(status),
+        stderr_path.display(),
+        log_tail(&stderr_path),
+        cluster.log_tails()
     );
-    let stdout = String::from_utf8_lossy(&output.stdout);
     let line = stdout
         .lines()
         .rev()

@@ -36,7 +36,11 @@ import org.apache.kafka.common.serialization.ByteArraySerializer;
  * acknowledgement; consumers take them until all are consumed, acknowledging what they took
  * before taking more. Prints one JSON line with the job's wall time and latencies.
  *
- * <pre>QueueJob kafka|artemis ENDPOINT MESSAGES PRODUCERS CONSUMERS SIZE</pre>
+ * <pre>QueueJob kafka|artemis ENDPOINT MESSAGES PRODUCERS CONSUMERS SIZE DEADLINE_SECONDS</pre>
+ *
+ * A job not done within DEADLINE_SECONDS (set-up included) fails: it prints how far it got and
+ * where each client thread stands, and exits 1. Client threads are daemons and every ending
+ * goes through System.exit, so no stuck client can keep the JVM alive.
  *
  * Kafka (ENDPOINT: bootstrap servers): a topic with one partition per consumer, replication
  * factor 3, min.insync.replicas=2; producers with acks=all and idempotence; consumers in one
@@ -48,14 +52,13 @@ import org.apache.kafka.common.serialization.ByteArraySerializer;
  * and its backup's (blockOnDurableSend), acknowledgements blocking too (blockOnAcknowledge).
  */
 public final class QueueJob {
-    /** A job that has not finished in this time fails. */
-    private static final long JOB_MILLIS_MAX = 30 * 60 * 1000L;
     private static final org.apache.activemq.artemis.api.core.SimpleString ARTEMIS_QUEUE =
             org.apache.activemq.artemis.api.core.SimpleString.toSimpleString("queue");
 
-    public static void main(String[] args) throws Exception {
-        if (args.length != 6 || !(args[0].equals("kafka") || args[0].equals("artemis"))) {
-            System.err.println("usage: QueueJob kafka|artemis ENDPOINT MESSAGES PRODUCERS CONSUMERS SIZE");
+    public static void main(String[] args) {
+        if (args.length != 7 || !(args[0].equals("kafka") || args[0].equals("artemis"))) {
+            System.err.println(
+                    "usage: QueueJob kafka|artemis ENDPOINT MESSAGES PRODUCERS CONSUMERS SIZE DEADLINE_SECONDS");
             System.exit(2);
         }
         String bootstrap = args[1];
@@ -63,13 +66,23 @@ public final class QueueJob {
         int producers = Integer.parseInt(args[3]);
         int consumers = Integer.parseInt(args[4]);
         int size = Integer.parseInt(args[5]);
-        QueueJob job = new QueueJob(bootstrap, messages, producers, consumers, size);
-        if (args[0].equals("kafka")) {
-            job.createKafkaTopic();
-            job.run(job::produceKafka, job::consumeKafka);
-        } else {
-            job.run(job::produceArtemis, job::consumeArtemis);
+        long deadline = System.currentTimeMillis() + Long.parseLong(args[6]) * 1000;
+        QueueJob job = new QueueJob(bootstrap, messages, producers, consumers, size, deadline);
+        try {
+            if (args[0].equals("kafka")) {
+                job.createKafkaTopic();
+                job.run(job::produceKafka, job::consumeKafka);
+            } else {
+                job.run(job::produceArtemis, job::consumeArtemis);
+            }
+        } catch (Throwable t) {
+            System.err.println("the job failed after " + job.claimed.get() + " sends claimed and "
+                    + job.taken.get() + " takes of " + messages + ": " + t);
+            t.printStackTrace();
+            job.printThreads();
+            System.exit(1);
         }
+        System.exit(0);
     }
 
     private final String bootstrap;
@@ -82,10 +95,15 @@ public final class QueueJob {
     private final AtomicLong taken = new AtomicLong();
     private final long[] sendMicros;
     private final long[] takeMicros;
+    /** When the whole job must be done (System.currentTimeMillis()). */
+    private final long deadline;
+    private final List<Thread> threads = new ArrayList<>();
     private volatile Throwable failure;
 
-    private QueueJob(String bootstrap, long messages, int producers, int consumers, int size) {
+    private QueueJob(String bootstrap, long messages, int producers, int consumers, int size,
+            long deadline) {
         this.bootstrap = bootstrap;
+        this.deadline = deadline;
         this.messages = messages;
         this.producers = producers;
         this.consumers = consumers;
@@ -102,13 +120,12 @@ public final class QueueJob {
             NewTopic queue = new NewTopic(topic, consumers, (short) 3)
                     .configs(Map.of("min.insync.replicas", "2"));
             // A cluster that just started may not have every broker registered yet: retry.
-            long deadline = System.currentTimeMillis() + 120_000;
             while (true) {
                 try {
-                    client.createTopics(List.of(queue)).all().get(60, TimeUnit.SECONDS);
+                    client.createTopics(List.of(queue)).all().get(millisLeft(), TimeUnit.MILLISECONDS);
                     break;
                 } catch (java.util.concurrent.ExecutionException e) {
-                    if (System.currentTimeMillis() > deadline) {
+                    if (millisLeft() <= 1) {
                         throw e;
                     }
                     Thread.sleep(500);
@@ -128,7 +145,6 @@ public final class QueueJob {
     private void run(Producing produce, Consuming consume) throws Exception {
         CountDownLatch assigned = new CountDownLatch(consumers);
         CountDownLatch start = new CountDownLatch(1);
-        List<Thread> threads = new ArrayList<>();
         for (int c = 0; c < consumers; c++) {
             threads.add(thread("consumer-" + c, () -> consume.run(assigned, start)));
         }
@@ -136,15 +152,16 @@ public final class QueueJob {
             threads.add(thread("producer-" + p, () -> produce.run(start)));
         }
         threads.forEach(Thread::start);
-        if (!assigned.await(120, TimeUnit.SECONDS)) {
-            throw new IllegalStateException("consumers got no partitions within 120 s");
+        if (!assigned.await(millisLeft(), TimeUnit.MILLISECONDS)) {
+            throw new IllegalStateException(
+                    (consumers - assigned.getCount()) + " of " + consumers + " consumers got partitions in time");
         }
         long begin = System.nanoTime();
         start.countDown();
         for (Thread t : threads) {
-            t.join(JOB_MILLIS_MAX);
+            t.join(millisLeft());
             if (t.isAlive()) {
-                throw new IllegalStateException(t.getName() + " still running after the job's time");
+                throw new IllegalStateException(t.getName() + " still running at the job's deadline");
             }
         }
         double seconds = (System.nanoTime() - begin) / 1e9;
@@ -205,8 +222,7 @@ public final class QueueJob {
                     }
                 }
             });
-            long deadline = System.currentTimeMillis() + JOB_MILLIS_MAX;
-            while (taken.get() < messages && failure == null && System.currentTimeMillis() < deadline) {
+            while (taken.get() < messages && failure == null && millisLeft() > 1) {
                 ConsumerRecords<byte[], byte[]> records = consumer.poll(Duration.ofMillis(20));
                 if (records.isEmpty()) {
                     continue;
@@ -262,8 +278,7 @@ public final class QueueJob {
             session.start();
             assigned.countDown();
             start.await();
-            long deadline = System.currentTimeMillis() + JOB_MILLIS_MAX;
-            while (taken.get() < messages && failure == null && System.currentTimeMillis() < deadline) {
+            while (taken.get() < messages && failure == null && millisLeft() > 1) {
                 ClientMessage message = consumer.receive(20);
                 if (message == null) {
                     continue;
@@ -296,13 +311,31 @@ public final class QueueJob {
     }
 
     private Thread thread(String name, Body body) {
-        return new Thread(() -> {
+        Thread thread = new Thread(() -> {
             try {
                 body.run();
             } catch (Throwable t) {
                 failure = t;
             }
         }, name);
+        // A client stuck in a broker call must not keep the JVM alive past a failed job.
+        thread.setDaemon(true);
+        return thread;
+    }
+
+    /** Milliseconds until the deadline, at least 1 (0 would mean "forever" to join and await). */
+    private long millisLeft() {
+        return Math.max(1, deadline - System.currentTimeMillis());
+    }
+
+    /** Where each client thread stands, for a failed job's report. */
+    private void printThreads() {
+        for (Thread t : threads) {
+            System.err.println("thread " + t.getName() + " " + t.getState());
+            for (StackTraceElement frame : t.getStackTrace()) {
+                System.err.println("    at " + frame);
+            }
+        }
     }
 
     private static long quantile(long[] sorted, double q) {
