@@ -3,9 +3,10 @@
 //! proportion to the tree; a batch costs in proportion to what changed, so busy snapshots can
 //! follow writes closely without a core spent rewriting the tree (DESIGN.md §5). Recovery
 //! loads the newest full snapshot, then the delta file that continues it, up to its last whole
-//! record; a full snapshot (and a new delta file) is taken again once the file holds about
-//! four times as many bytes as that snapshot (compaction: each byte of transactions then costs
-//! a quarter byte of snapshot, and recovery replays at most four snapshots' worth).
+//! record; a full snapshot (and a new delta file) is taken again once the files hold four
+//! times as many stale bytes (overwritten, deleted) as a snapshot of the tree would take
+//! (compaction: each byte of transactions that made something stale then costs a quarter
+//! byte of snapshot, and recovery reads at most five snapshots' worth).
 //!
 //! Only committed, applied transactions are written, so replaying them never needs Zab; and
 //! no acknowledgement waits for a batch (that is what makes the mode diskless).

@@ -71,15 +71,22 @@ pub struct SnapshotStats {
 /// next busy snapshot is a full one (the disk is behind; the journal must not grow unbounded).
 const JOURNAL_BYTES_MAX: usize = 64 << 20;
 
-/// Diskless: deltas are compacted into a full snapshot once they hold [`COMPACT_FACTOR`] times
-/// as many bytes as the full snapshot they continue, or this many, whichever is more.
+/// Diskless: deltas are compacted into a full snapshot once the files on disk hold
+/// [`GARBAGE_FACTOR`] times as many bytes that no longer describe the tree (overwritten data,
+/// deleted znodes, closed sessions) as the tree's own snapshot would take, or this many,
+/// whichever is more.
 const COMPACT_BYTES_MIN: u64 = 4 << 20;
 
-/// A compaction rewrites the whole tree: at four snapshots' worth of deltas each byte of
-/// transactions costs a quarter byte of snapshot writing. At one (the first choice) a leader
-/// under 60 creating clients spent a third of its CPU in compactions while one ran; recovery
-/// now replays up to four times the snapshot's bytes after loading it.
-const COMPACT_FACTOR: u64 = 4;
+/// A compaction rewrites the whole tree to drop what is stale. Compacting when the stale bytes
+/// reach four times the live ones costs a quarter byte of snapshot per byte of transactions
+/// that made them stale, and bounds what recovery reads to five times the tree's snapshot.
+/// Transactions that only add to the tree (creates) leave nothing stale: their deltas are as
+/// compact as a snapshot of what they built, so a growing tree is not rewritten again and
+/// again. (First choice, compacting at one full snapshot's worth of deltas, then at four:
+/// with a growing tree each costs about one byte of snapshot per byte of creates, the whole
+/// tree rewritten every time it grew fivefold; a leader under 60 creating clients spent a
+/// third of its CPU in compactions while one ran; docs/perf.md.)
+const GARBAGE_FACTOR: u64 = 4;
 
 /// A leader's snapshot saved but not yet standing in for the log it replaces.
 #[derive(Debug, Clone, Copy)]
@@ -467,7 +474,7 @@ impl Persistence {
         self.next_snapshot_at = self.draw_snapshot_interval();
         let zxid = tree.last_processed_zxid();
         self.running_zxid = zxid;
-        let work = match self.take_delta(zxid) {
+        let work = match self.take_delta(tree) {
             Some(journal) => Work::Delta(journal),
             None => {
                 // The full snapshot holds everything applied so far.
@@ -544,9 +551,10 @@ impl Persistence {
     }
 
     /// Diskless: the journal, to be written as a delta, if that is what the next busy snapshot
-    /// should be: it continues the state on disk exactly, reaches the tree's state (`zxid`),
-    /// and the deltas have not outgrown the full snapshot they continue.
-    fn take_delta(&mut self, zxid: i64) -> Option<Journal> {
+    /// should be: it continues the state on disk exactly, reaches the tree's state, and the
+    /// files on disk do not hold too much that is stale (see [`GARBAGE_FACTOR`]).
+    fn take_delta(&mut self, tree: &DataTree) -> Option<Journal> {
+        let zxid = tree.last_processed_zxid();
         if self.wal.is_some() || self.journal_broken || self.journal.is_empty() {
             return None;
         }
@@ -554,12 +562,7 @@ impl Persistence {
         let continues = chain.generation == self.generation
             && chain.end_zxid == self.journal.prev_zxid
             && self.journal.last_zxid == zxid;
-        let grown = chain.delta_bytes + self.journal.frames.len() as u64;
-        let limit = chain
-            .base_bytes
-            .saturating_mul(COMPACT_FACTOR)
-            .max(COMPACT_BYTES_MIN);
-        if !continues || grown >= limit {
+        if !continues || too_stale(&chain, self.journal.frames.len() as u64, tree) {
             return None;
         }
         let next = self.journal.next(zxid);
@@ -936,6 +939,19 @@ impl Drop for Persistence {
             std::thread::sleep(Duration::from_millis(1));
         }
     }
+}
+
+/// Diskless: whether the chain on disk, grown by `pending` more bytes of deltas, holds so much
+/// that no longer describes `tree` that it should be compacted into a full snapshot. What is
+/// stale is estimated as what the files hold beyond what a snapshot of the tree would.
+fn too_stale(chain: &Chain, pending: u64, tree: &DataTree) -> bool {
+    let live = snapshot_file::estimated_bytes(tree.node_count(), tree.approximate_data_size());
+    let on_disk = chain
+        .base_bytes
+        .saturating_add(chain.delta_bytes)
+        .saturating_add(pending);
+    let stale = on_disk.saturating_sub(live);
+    stale >= live.saturating_mul(GARBAGE_FACTOR).max(COMPACT_BYTES_MIN)
 }
 
 fn seed() -> u64 {

@@ -121,6 +121,20 @@ pub struct Stamp {
     pub label: u32,
 }
 
+/// A node record's bytes beyond its path and data: the record's length (4), its tag (1), the
+/// lengths of path and data (4 + 4), the ACL id (4) and the persisted stat (60).
+const NODE_RECORD_OVERHEAD: u64 = 4 + 1 + 4 + 4 + 4 + 60;
+
+/// About how many bytes a snapshot of a tree of `nodes` znodes whose paths and data sum to
+/// `path_and_data_bytes` (ZooKeeper's approximate data size) takes, without writing it:
+/// the node records, which are nearly all of it (sessions, ACLs and the chunks' framing are
+/// left out).
+pub fn estimated_bytes(nodes: usize, path_and_data_bytes: u64) -> u64 {
+    (nodes as u64)
+        .saturating_mul(NODE_RECORD_OVERHEAD)
+        .saturating_add(path_and_data_bytes)
+}
+
 /// Writes `snapshot` durably as `snap-<zxid>.snap` under the layout's snapshot dir.
 pub fn write(
     fs: &dyn FileSystem,

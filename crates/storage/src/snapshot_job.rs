@@ -19,8 +19,8 @@ pub enum Work {
 }
 
 /// Diskless: what the disk holds, as full snapshot plus deltas, and how far the deltas have
-/// grown since that snapshot (they are compacted into a full one once they outgrow it
-/// fourfold).
+/// grown since that snapshot (they are compacted into a full one once they hold too much
+/// that is stale: `persistence::GARBAGE_FACTOR`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Chain {
     pub generation: u32,

@@ -141,8 +141,8 @@ fn busy_snapshots_are_deltas_that_recovery_replays_until_compacted() {
     );
 }
 
-/// Deltas grow until they hold four times as many bytes as the full snapshot they continue
-/// (at least 4 MiB); then the next busy snapshot is a full one.
+/// Deltas of data changes make what came before stale; once the files hold four times as many
+/// stale bytes as the tree's snapshot (at least 4 MiB), the next busy snapshot is a full one.
 #[test]
 fn deltas_are_compacted_into_a_full_snapshot() {
     let fs = FaultyFs::new();
@@ -158,8 +158,8 @@ fn deltas_are_compacted_into_a_full_snapshot() {
         fulls.extend(files.into_iter().filter(|n| n.starts_with("snap-")));
     }
     // The first busy snapshot (at the first write) is full, then deltas until they hold
-    // 4 MiB (four times the tiny first snapshot is less), then a full one of about 4 MiB;
-    // the next would come after 16 MiB more, beyond this load.
+    // 4 MiB of overwritten data (four times the tiny tree is less), then a full one of the
+    // tiny tree; the next would come after the last of these 8 MiB.
     assert_eq!(fulls.len(), 2, "full snapshots: {fulls:?}");
     let busy = p.snapshot_stats.taken.load(Ordering::SeqCst);
     assert!(
@@ -169,6 +169,48 @@ fn deltas_are_compacted_into_a_full_snapshot() {
     p.close();
     let (_, recovered, _) = open(&fs.crash_image(storage::faulty_fs::Tear::None));
     assert_eq!(recovered.tree.digest(), tree.digest());
+}
+
+/// A tree that only grows leaves nothing stale: its deltas are as compact as a snapshot of
+/// it, so it is never rewritten, however far the deltas outgrow the first snapshot (here 8 MiB
+/// of creates after a snapshot of an empty tree); recovery replays them all.
+#[test]
+fn a_growing_tree_is_not_compacted() {
+    let fs = FaultyFs::new();
+    let (mut p, recovered, _) = open(&fs);
+    let mut tree = recovered.tree;
+    let txns = growing_workload(8_000, 1024);
+    let mut fulls = std::collections::BTreeSet::new();
+    for chunk in txns.chunks(200) {
+        write(&mut p, &mut tree, chunk);
+        snapshot_until(&mut p, &tree, chunk[chunk.len() - 1].header.zxid);
+        let files = fs.list(&layout().snap_dir).unwrap();
+        fulls.extend(files.into_iter().filter(|n| n.starts_with("snap-")));
+    }
+    assert_eq!(
+        fulls.len(),
+        1,
+        "only the first busy snapshot is full: {fulls:?}"
+    );
+    p.close();
+    let (_, recovered, _) = open(&fs.crash_image(storage::faulty_fs::Tear::None));
+    assert!(recovered.deltas >= 7_999, "replayed: {}", recovered.deltas);
+    assert_eq!(recovered.tree.digest(), tree.digest());
+}
+
+/// The estimate compaction judges staleness by is within 2 % of a real snapshot's size.
+#[test]
+fn a_snapshots_size_is_estimated_from_the_tree() {
+    for txns in [workload(3_000, 5), growing_workload(2_000, 100)] {
+        let tree = reference(&txns, txns.len());
+        let real = storage::snapshot_file::encode_to_vec(&tree.freeze(), 0).len() as f64;
+        let estimate = storage::snapshot_file::estimated_bytes(
+            tree.node_count(),
+            tree.approximate_data_size(),
+        ) as f64;
+        let error = (estimate - real).abs() / real;
+        assert!(error < 0.02, "estimated {estimate} bytes, written {real}");
+    }
 }
 
 #[test]

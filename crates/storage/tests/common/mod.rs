@@ -142,10 +142,41 @@ pub fn workload(n: usize, seed: u64) -> Vec<Txn> {
 /// A session, one znode, then `n - 2` changes of its data to `len` bytes each: a workload
 /// whose transactions are large and whose tree stays small.
 pub fn big_workload(n: usize, len: usize) -> Vec<Txn> {
+    one_session_workload(n, |i| match i {
+        1 => create_request("/big".into(), None),
+        _ => Request::SetData(SetDataRequest {
+            path: "/big".into(),
+            data: Some(vec![(i % 251) as u8; len]),
+            version: -1,
+        }),
+    })
+}
+
+/// A session, then `n - 1` znodes of `len` bytes each: a tree that only grows.
+pub fn growing_workload(n: usize, len: usize) -> Vec<Txn> {
+    one_session_workload(n, |i| {
+        create_request(format!("/g{i}"), Some(vec![(i % 251) as u8; len]))
+    })
+}
+
+fn create_request(path: String, data: Option<Vec<u8>>) -> Request {
+    Request::Create {
+        op: OpCode::Create2,
+        req: CreateRequest {
+            path,
+            data,
+            acl: tree::acl::open_acl_unsafe(),
+            flags: 0,
+        },
+    }
+}
+
+/// A session opened by the first of `n` transactions, then the request `nth(i)` for each `i`
+/// from 1, prepared and applied as the server would.
+fn one_session_workload(n: usize, nth: impl Fn(usize) -> Request) -> Vec<Txn> {
     let mut tree = DataTree::new();
     let mut prep = Prep::default();
     let mut txns = Vec::with_capacity(n);
-    let acl = tree::acl::open_acl_unsafe();
     for i in 0..n {
         let zxid = i as i64 + 1;
         let ctx = PrepContext {
@@ -159,28 +190,7 @@ pub fn big_workload(n: usize, len: usize) -> Vec<Txn> {
         };
         let txn = match i {
             0 => prep.prepare_create_session(&ctx, 30_000),
-            1 => prep.prepare(
-                &tree,
-                &ctx,
-                &Request::Create {
-                    op: OpCode::Create2,
-                    req: CreateRequest {
-                        path: "/big".into(),
-                        data: None,
-                        acl: acl.clone(),
-                        flags: 0,
-                    },
-                },
-            ),
-            _ => prep.prepare(
-                &tree,
-                &ctx,
-                &Request::SetData(SetDataRequest {
-                    path: "/big".into(),
-                    data: Some(vec![(i % 251) as u8; len]),
-                    version: -1,
-                }),
-            ),
+            _ => prep.prepare(&tree, &ctx, &nth(i)),
         };
         tree.apply(&txn, &mut Vec::new());
         prep.applied(zxid);
