@@ -132,6 +132,42 @@ impl TxnBody {
         op.code()
     }
 
+    /// The bytes [`TxnBody::encode`] writes, counted without writing them: buffers sized by it
+    /// are filled without reallocating.
+    pub fn encoded_len(&self) -> usize {
+        const LEN: usize = 4;
+        let string = |s: &str| LEN + s.len();
+        let data = |d: &Data| LEN + d.as_ref().map_or(0, Vec::len);
+        let acl = |acl: &[Acl]| {
+            LEN + acl
+                .iter()
+                .map(|a| 4 + string(&a.id.scheme) + string(&a.id.id))
+                .sum::<usize>()
+        };
+        match self {
+            TxnBody::Create(t) | TxnBody::Create2(t) => {
+                string(&t.path) + data(&t.data) + acl(&t.acl) + 1 + 4
+            }
+            TxnBody::CreateContainer(t) => string(&t.path) + data(&t.data) + acl(&t.acl) + 4,
+            TxnBody::CreateTtl(t) => string(&t.path) + data(&t.data) + acl(&t.acl) + 4 + 8,
+            TxnBody::Delete(t) | TxnBody::DeleteContainer(t) => string(&t.path),
+            TxnBody::SetData(t) => string(&t.path) + data(&t.data) + 4,
+            TxnBody::SetAcl(t) => string(&t.path) + acl(&t.acl) + 4,
+            TxnBody::Check(t) => string(&t.path) + 4,
+            TxnBody::CreateSession(_) | TxnBody::Error(_) => 4,
+            TxnBody::CloseSession(t) => {
+                LEN + t.paths_to_delete.iter().map(|p| string(p)).sum::<usize>()
+            }
+            // Each part: its type, then its body as a length-prefixed buffer.
+            TxnBody::Multi(parts) => {
+                LEN + parts
+                    .iter()
+                    .map(|part| 4 + LEN + part.encoded_len())
+                    .sum::<usize>()
+            }
+        }
+    }
+
     pub fn encode(&self, w: &mut Writer) {
         match self {
             TxnBody::Create(t) | TxnBody::Create2(t) => t.encode(w),
@@ -147,7 +183,7 @@ impl TxnBody {
             TxnBody::Multi(parts) => {
                 w.write_i32(parts.len() as i32);
                 for part in parts {
-                    let mut inner = Writer::new();
+                    let mut inner = Writer::wrap(Vec::with_capacity(part.encoded_len()));
                     part.encode(&mut inner);
                     TypedTxn {
                         op_type: part.op_type(),
@@ -211,6 +247,16 @@ pub struct Txn {
     pub header: TxnHeader,
     pub body: TxnBody,
 }
+
+impl Txn {
+    /// The bytes its encoding takes (header and body), counted without writing them.
+    pub fn encoded_len(&self) -> usize {
+        TXN_HEADER_LEN + self.body.encoded_len()
+    }
+}
+
+/// A transaction header's bytes: client id, cxid, zxid, time, type.
+const TXN_HEADER_LEN: usize = 8 + 4 + 8 + 8 + 4;
 
 impl Record for Txn {
     fn encode(&self, w: &mut Writer) {

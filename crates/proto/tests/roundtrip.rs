@@ -167,10 +167,24 @@ proptest! {
             TxnBody::CloseSession(proto::txn::CloseSessionTxn { paths_to_delete })),
         proptest::collection::vec(path(), 0..4).prop_map(|paths| TxnBody::Multi(paths.into_iter()
             .map(|path| TxnBody::Delete(proto::txn::DeleteTxn { path })).collect())),
+        (create_request(), any::<i64>()).prop_map(|(c, ttl)| TxnBody::CreateTtl(proto::txn::CreateTtlTxn {
+            path: c.path, data: c.data, acl: c.acl, parent_cversion: c.flags, ttl })),
+        create_request().prop_map(|c| TxnBody::CreateContainer(proto::txn::CreateContainerTxn {
+            path: c.path, data: c.data, acl: c.acl, parent_cversion: c.flags })),
+        (create_request(), any::<i32>()).prop_map(|(c, version)| TxnBody::Multi(vec![
+            TxnBody::SetData(proto::txn::SetDataTxn { path: c.path.clone(), data: c.data, version }),
+            TxnBody::SetAcl(proto::txn::SetAclTxn { path: c.path.clone(), acl: c.acl, version }),
+            TxnBody::Check(proto::txn::CheckVersionTxn { path: c.path, version }),
+            TxnBody::Error(proto::txn::ErrorTxn { err: version }),
+        ])),
+        any::<i32>().prop_map(|timeout_ms| TxnBody::CreateSession(proto::txn::CreateSessionTxn { timeout_ms })),
     ], header in any::<(i64, i32, i64, i64)>()) {
         let header = TxnHeader { client_id: header.0, cxid: header.1, zxid: header.2, time: header.3, op_type: body.op_type() };
         let txn = Txn { header, body };
-        prop_assert_eq!(Txn::from_bytes(&txn.to_bytes()).expect("decodes"), txn);
+        let bytes = txn.to_bytes();
+        // What buffers are sized by: exactly what encoding writes.
+        prop_assert_eq!(txn.encoded_len(), bytes.len());
+        prop_assert_eq!(Txn::from_bytes(&bytes).expect("decodes"), txn);
     }
 
     #[test]

@@ -109,6 +109,8 @@ impl Journal {
     /// filled in after.
     pub fn push(&mut self, txn: &Txn) {
         let start = self.frames.len();
+        self.frames
+            .reserve(FRAME_HEADER_LEN + 1 + txn.encoded_len());
         self.frames.extend_from_slice(&[0; FRAME_HEADER_LEN]);
         let mut w = proto::jute::Writer::wrap(std::mem::take(&mut self.frames));
         w.write_raw(&[KIND_TXN]);

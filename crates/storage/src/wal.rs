@@ -95,7 +95,7 @@ pub fn zxid_of(payload: &[u8]) -> Option<i64> {
 }
 
 pub fn encode_txn(txn: &Txn) -> Vec<u8> {
-    let mut w = proto::jute::Writer::new();
+    let mut w = proto::jute::Writer::wrap(Vec::with_capacity(txn.encoded_len()));
     txn.encode(&mut w);
     w.into_inner()
 }

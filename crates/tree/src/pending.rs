@@ -9,6 +9,7 @@ use crate::data_tree::DataTree;
 use crate::quota::PendingUsage;
 use proto::StatPersisted;
 use std::collections::{HashMap, VecDeque};
+use std::sync::Arc;
 
 /// The future state of one path. `stat == None` means the path will not exist.
 #[derive(Debug, Clone)]
@@ -23,15 +24,16 @@ pub struct ChangeRecord {
 
 #[derive(Debug, Default)]
 pub struct PendingChanges {
-    by_path: HashMap<String, ChangeRecord>,
+    /// Keyed by a path shared with `order` and a multi's undo log: one copy per change.
+    by_path: HashMap<Arc<str>, ChangeRecord>,
     /// (zxid, path) in the order the records were added, to drop them once applied.
-    order: VecDeque<(i64, String)>,
+    order: VecDeque<(i64, Arc<str>)>,
     /// The quota usage these changes will add (kept only while quotas are enforced).
     usage: PendingUsage,
 }
 
 /// Undo log for a multi: the records its ops replaced, to restore if one op fails.
-pub type Undo = Vec<(String, Option<ChangeRecord>)>;
+pub type Undo = Vec<(Arc<str>, Option<ChangeRecord>)>;
 
 impl PendingChanges {
     /// The future state of `path`: its pending record, else the tree's current node.
@@ -54,16 +56,18 @@ impl PendingChanges {
     }
 
     /// Every pending record (used to compute a closing session's ephemerals).
-    pub fn records(&self) -> impl Iterator<Item = (&String, &ChangeRecord)> {
-        self.by_path.iter()
+    pub fn records(&self) -> impl Iterator<Item = (&str, &ChangeRecord)> {
+        self.by_path.iter().map(|(path, record)| (&**path, record))
     }
 
     pub fn add(&mut self, path: &str, record: ChangeRecord, undo: Option<&mut Undo>) {
-        let previous = self.by_path.insert(path.to_string(), record.clone());
+        let path: Arc<str> = Arc::from(path);
+        let zxid = record.zxid;
+        let previous = self.by_path.insert(path.clone(), record);
         if let Some(undo) = undo {
-            undo.push((path.to_string(), previous));
+            undo.push((path.clone(), previous));
         }
-        self.order.push_back((record.zxid, path.to_string()));
+        self.order.push_back((zxid, path));
     }
 
     /// Restores the records a failed multi replaced, newest first.

@@ -513,7 +513,7 @@ impl Prep {
                 .as_ref()
                 .is_some_and(|s| s.ephemeral_owner == ctx.session_id)
             {
-                paths.insert(p.clone());
+                paths.insert(p.to_string());
             }
         }
         for p in &paths {

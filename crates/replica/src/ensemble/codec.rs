@@ -223,6 +223,10 @@ fn zab_tag(msg: &Message) -> u8 {
 fn zab_capacity(msg: &Message) -> usize {
     match msg {
         Message::Snap { image, .. } => PREAMBLE_LEN + ZXID_LEN + LEN_PREFIX_LEN + image.len(),
+        // Encoded without reallocating.
+        Message::Proposal(entry) | Message::Inform(entry) => {
+            entry_header_len(entry) + entry.txn.encoded_len()
+        }
         _ => SMALL_MESSAGE_CAPACITY,
     }
 }
