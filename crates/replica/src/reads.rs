@@ -154,7 +154,8 @@ pub(crate) fn execute<S: Store>(
         Request::WhoAmI => {
             let client_info = replica
                 .auth_ids(conn)
-                .into_iter()
+                .iter()
+                .cloned()
                 .map(|id| ClientInfo {
                     user: user_name(&id),
                     auth_scheme: id.scheme,

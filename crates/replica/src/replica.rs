@@ -68,11 +68,15 @@ pub enum ClientInput {
     },
 }
 
+/// A client's identities (its ip, certificate names, added auth), shared by the connection and
+/// every request of it in flight: cloned per request, so a reference count, not a copy.
+pub type AuthIds = std::sync::Arc<Vec<Id>>;
+
 /// A client connection the ensemble knows about.
 pub struct Conn {
     pub peer: SocketAddr,
     pub session_id: Option<i64>,
-    pub auth_ids: Vec<Id>,
+    pub auth_ids: AuthIds,
     pub stats: ConnStats,
     pub timeout_ms: u32,
 }
@@ -362,7 +366,7 @@ impl<S: Store> Replica<S> {
         let c = Conn {
             peer,
             session_id: None,
-            auth_ids: std::iter::once(ip_id).chain(tls_ids).collect(),
+            auth_ids: AuthIds::new(std::iter::once(ip_id).chain(tls_ids).collect()),
             stats: ConnStats::new(self.now.mono_ms, self.now.wall_ms),
             timeout_ms: 0,
         };
@@ -747,11 +751,7 @@ impl<S: Store> Replica<S> {
         received_ms: u64,
     ) {
         let zxid = self.next_zxid();
-        let auth_ids = self
-            .conns
-            .get(&conn)
-            .map(|c| c.auth_ids.clone())
-            .unwrap_or_default();
+        let auth_ids = self.auth_ids(conn);
         let ctx = PrepContext {
             session_id,
             cxid: xid,
@@ -1037,7 +1037,7 @@ impl<S: Store> Replica<S> {
                 if let Some(c) = self.conns.get_mut(&conn) {
                     for id in ids {
                         if !c.auth_ids.contains(&id) {
-                            c.auth_ids.push(id);
+                            std::sync::Arc::make_mut(&mut c.auth_ids).push(id);
                         }
                     }
                 }
@@ -1201,7 +1201,8 @@ impl<S: Store> Replica<S> {
         }
     }
 
-    pub(crate) fn auth_ids(&self, conn: ConnId) -> Vec<Id> {
+    /// The identities of `conn`'s client, shared: asked for on every request.
+    pub(crate) fn auth_ids(&self, conn: ConnId) -> AuthIds {
         self.conns
             .get(&conn)
             .map(|c| c.auth_ids.clone())

@@ -53,7 +53,7 @@ impl<S: Store> Replica<S> {
                     for id in ids {
                         tracing::info!(conn, session, scheme = %id.scheme, id = %id.id, "adding SASL authorization");
                         if !c.auth_ids.contains(&id) {
-                            c.auth_ids.push(id);
+                            std::sync::Arc::make_mut(&mut c.auth_ids).push(id);
                         }
                     }
                 }

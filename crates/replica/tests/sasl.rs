@@ -99,7 +99,7 @@ impl Fixture {
     }
 
     fn ids(&self) -> Vec<Id> {
-        self.replica.conns[&CONN].auth_ids.clone()
+        self.replica.conns[&CONN].auth_ids.to_vec()
     }
 }
 

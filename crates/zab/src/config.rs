@@ -202,11 +202,14 @@ impl Config {
     /// The highest zxid held by a quorum (in the sense of [`Config::is_quorum`]), given what
     /// each server holds; `short` counts that many servers fewer (planted bugs only).
     pub fn quorum_point(&self, holds: impl Fn(Sid) -> Option<Zxid>, short: usize) -> Option<Zxid> {
+        // The highest zxid at least `needed` voters hold: counted pairwise, without a sorted
+        // copy, since this runs on every acknowledgement and ensembles have a handful of voters.
         let point = |voters: &BTreeSet<Sid>| {
-            let mut points: Vec<Zxid> = voters.iter().filter_map(|&s| holds(s)).collect();
-            points.sort_unstable_by(|a, b| b.cmp(a));
             let needed = (voters.len() / 2 + 1).saturating_sub(short).max(1);
-            points.get(needed - 1).copied()
+            let held = || voters.iter().filter_map(|&s| holds(s));
+            held()
+                .filter(|&point| held().filter(|&h| h >= point).count() >= needed)
+                .max()
         };
         let active = point(&self.voters)?;
         #[cfg(feature = "planted-bugs")]

@@ -74,7 +74,7 @@ impl<S: Store> Replica<S> {
                     xid,
                     op_type: request.op_code().code(),
                     body: body.into_inner(),
-                    auth_ids,
+                    auth_ids: auth_ids.to_vec(),
                 });
                 send(ensemble, leader, &PeerMessage::Host(msg));
             }
@@ -629,7 +629,7 @@ impl<S: Store> Replica<S> {
                         session_id: f.session_id,
                         xid: f.xid,
                         request,
-                        auth_ids: f.auth_ids,
+                        auth_ids: crate::replica::AuthIds::new(f.auth_ids),
                     }),
                 Ok(_) => {
                     tracing::warn!(peer, op = f.op_type, "a peer forwarded a read; ignoring it")

@@ -5,11 +5,11 @@
 //! is delivered here (whichever server proposed it), a read until every earlier write of its
 //! connection is answered. That is FIFO client order (DESIGN.md §1) on any member.
 
+use crate::replica::AuthIds;
 use crate::replica::ReplyTo;
 use crate::watch_manager::ConnId;
 use crate::Output;
 use proto::request::Request;
-use proto::Id;
 use std::collections::{BTreeMap, HashMap, HashSet, VecDeque};
 use zab::{Role, Sid, Zab};
 
@@ -59,7 +59,7 @@ pub(crate) enum Work {
         session_id: i64,
         xid: i32,
         request: Request,
-        auth_ids: Vec<Id>,
+        auth_ids: AuthIds,
     },
     CreateSession {
         origin: Sid,
