@@ -242,7 +242,10 @@ async fn start_artemis(script: &Path, dir: &Path) -> anyhow::Result<Cluster> {
 }
 
 /// broker.xml of one broker of the pair: persistence on (journal fsynced on every durable
-/// send and acknowledgement), replication to or from `peer`.
+/// send and acknowledgement), replication to or from `peer`. Producers are blocked only when
+/// the disk is full: by default Artemis blocks them once the whole disk (not its own files) is
+/// 90 % used, and then the job waits for ever (seen on a build machine whose disk was 95 %
+/// used by other things).
 fn artemis_xml(role: &str, port: u16, peer: u16, home: &Path) -> String {
     let policy = if role == "live" {
         "<primary><check-for-active-server>true</check-for-active-server></primary>"
@@ -261,6 +264,7 @@ fn artemis_xml(role: &str, port: u16, peer: u16, home: &Path) -> String {
     <journal-sync-transactional>true</journal-sync-transactional>
     <journal-sync-non-transactional>true</journal-sync-non-transactional>
     <journal-pool-files>10</journal-pool-files>
+    <max-disk-usage>100</max-disk-usage>
     <bindings-directory>{home}/bindings</bindings-directory>
     <journal-directory>{home}/journal</journal-directory>
     <paging-directory>{home}/paging</paging-directory>
