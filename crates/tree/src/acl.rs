@@ -174,6 +174,11 @@ pub struct AclCache {
 }
 
 impl AclCache {
+    /// The interned list equal to `acl`, if there is one.
+    pub fn get(&self, acl: &[Acl]) -> Option<AclList> {
+        self.lists.get(acl).cloned()
+    }
+
     pub fn intern(&mut self, acl: &[Acl]) -> AclList {
         if let Some(list) = self.lists.get(acl) {
             return list.clone();

@@ -5,7 +5,7 @@
 //! becomes a transaction (an error transaction with its own zxid), so that replies stay in order
 //! through the same pipeline as successes.
 
-use crate::acl::{check_acl, fixup_acl};
+use crate::acl::{check_acl, fixup_acl, AclList};
 use crate::data_tree::DataTree;
 use crate::node::{CreateMode, NodeKind, CONTAINER_EPHEMERAL_OWNER, TTL_MAX_MS};
 use crate::path;
@@ -175,10 +175,11 @@ impl Prep {
         let parent = self.record(tree, parent_path)?;
         check_acl(&parent.acl, perms::CREATE, ctx.auth_ids)?;
         let parent_stat = parent.stat.clone().ok_or(ErrorCode::NoNode)?;
-        let mut node_path = req.path.clone();
-        if mode.is_sequential() {
-            node_path.push_str(&format!("{:010}", parent_stat.cversion));
-        }
+        let node_path = if mode.is_sequential() {
+            path::with_sequence_suffix(&req.path, parent_stat.cversion)
+        } else {
+            req.path.clone()
+        };
         path::validate_path(&node_path).map_err(|_| ErrorCode::BadArguments)?;
         if self.pending.lookup(tree, &node_path).is_some() {
             return Err(ErrorCode::NodeExists);
@@ -192,12 +193,17 @@ impl Prep {
         let data_len = req.data.as_ref().map_or(0, Vec::len) as i64;
         self.check_quota(tree, ctx.zxid, &node_path, 1, data_len)?;
         let new_cversion = parent_stat.cversion + 1;
+        // The pending record shares the tree's copy of a common ACL: the transaction's own is
+        // then the only one made.
+        let acl_list = tree
+            .interned_acl(&acl)
+            .unwrap_or_else(|| AclList::new(acl.clone()));
         let (body, owner) = create_body(
             op,
             mode,
             &node_path,
             req,
-            acl.clone(),
+            acl,
             new_cversion,
             ttl,
             ctx.session_id,
@@ -225,7 +231,7 @@ impl Prep {
             zxid: ctx.zxid,
             stat: Some(stat),
             child_count: 0,
-            acl: acl.into(),
+            acl: acl_list,
             data_len,
         };
         self.record_usage(tree, ctx.zxid, &node_path, 1, data_len);
