@@ -63,6 +63,25 @@ fn snapshot_until(p: &mut Persistence, tree: &DataTree, zxid: i64) {
     wait_for_snapshots(p);
 }
 
+/// Writes `txns` in chunks of `chunk`, letting busy snapshots catch up after each; returns
+/// every full snapshot file seen meanwhile.
+fn write_in_chunks(
+    fs: &FaultyFs,
+    p: &mut Persistence,
+    tree: &mut DataTree,
+    txns: &[proto::txn::Txn],
+    chunk: usize,
+) -> std::collections::BTreeSet<String> {
+    let mut fulls = std::collections::BTreeSet::new();
+    for chunk in txns.chunks(chunk) {
+        write(p, tree, chunk);
+        snapshot_until(p, tree, chunk[chunk.len() - 1].header.zxid);
+        let files = fs.list(&layout().snap_dir).unwrap();
+        fulls.extend(files.into_iter().filter(|n| n.starts_with("snap-")));
+    }
+    fulls
+}
+
 #[test]
 fn writes_leave_snapshots_and_epoch_files_only_never_a_log() {
     let fs = FaultyFs::new();
@@ -106,14 +125,7 @@ fn busy_snapshots_are_deltas_that_recovery_replays_until_compacted() {
     let (mut p, recovered, _) = open(&fs);
     let mut tree = recovered.tree;
     let txns = workload(400, 17);
-    let mut fulls = std::collections::BTreeSet::new();
-    for chunk in txns.chunks(20) {
-        write(&mut p, &mut tree, chunk);
-        let last = chunk[chunk.len() - 1].header.zxid;
-        snapshot_until(&mut p, &tree, last);
-        let files = fs.list(&layout().snap_dir).unwrap();
-        fulls.extend(files.into_iter().filter(|n| n.starts_with("snap-")));
-    }
+    let fulls = write_in_chunks(&fs, &mut p, &mut tree, &txns, 20);
     let busy = p.snapshot_stats.taken.load(Ordering::SeqCst);
     assert_eq!(fulls.len(), 1, "one full snapshot, then deltas: {fulls:?}");
     assert!(busy >= 20, "a busy snapshot per chunk at least: {busy}");
@@ -150,13 +162,7 @@ fn deltas_are_compacted_into_a_full_snapshot() {
     let mut tree = recovered.tree;
     // 2,000 transactions of about 4 KiB: 8 MiB, twice the least a chain of deltas grows to.
     let txns = big_workload(2_000, 4096);
-    let mut fulls = std::collections::BTreeSet::new();
-    for chunk in txns.chunks(100) {
-        write(&mut p, &mut tree, chunk);
-        snapshot_until(&mut p, &tree, chunk[chunk.len() - 1].header.zxid);
-        let files = fs.list(&layout().snap_dir).unwrap();
-        fulls.extend(files.into_iter().filter(|n| n.starts_with("snap-")));
-    }
+    let fulls = write_in_chunks(&fs, &mut p, &mut tree, &txns, 100);
     // The first busy snapshot (at the first write) is full, then deltas until they hold
     // 4 MiB of overwritten data (four times the tiny tree is less), then a full one of the
     // tiny tree; the next would come after the last of these 8 MiB.
@@ -180,13 +186,7 @@ fn a_growing_tree_is_not_compacted() {
     let (mut p, recovered, _) = open(&fs);
     let mut tree = recovered.tree;
     let txns = growing_workload(8_000, 1024);
-    let mut fulls = std::collections::BTreeSet::new();
-    for chunk in txns.chunks(200) {
-        write(&mut p, &mut tree, chunk);
-        snapshot_until(&mut p, &tree, chunk[chunk.len() - 1].header.zxid);
-        let files = fs.list(&layout().snap_dir).unwrap();
-        fulls.extend(files.into_iter().filter(|n| n.starts_with("snap-")));
-    }
+    let fulls = write_in_chunks(&fs, &mut p, &mut tree, &txns, 200);
     assert_eq!(
         fulls.len(),
         1,
