@@ -16,7 +16,9 @@
 //! CRC32C of those 20 bytes; then framed records (length, CRC32C, payload), each payload a kind
 //! byte and its body: 0, a jute transaction; 1, the epoch label (u32) of the state from this
 //! point on (one opens every batch). Each batch is appended and fsynced; a crash may tear the
-//! last one, whose whole records still apply.
+//! last one, whose whole records still apply. The file is preallocated a step at a time and
+//! its zeros end the records (as in a log segment): a batch then leaves the file's size alone,
+//! so its fsync writes no inode (about a fifth of a batch's CPU here, measured).
 
 use crate::error::{Result, StorageError};
 use crate::fs::FileSystem;
@@ -32,6 +34,9 @@ const PREFIX: &str = "delta-";
 const SUFFIX: &str = ".txns";
 const KIND_TXN: u8 = 0;
 const KIND_LABEL: u8 = 1;
+/// Bytes a delta file is grown by when a batch does not fit: a few seconds of writes at full
+/// speed, a few hundred syscalls fewer per second than growing it per batch.
+pub const PREALLOCATE_STEP: u64 = 4 << 20;
 
 /// The delta file continuing the full snapshot of `base_zxid`.
 pub fn path(layout: &Layout, base_zxid: i64) -> PathBuf {
@@ -129,24 +134,34 @@ impl Journal {
     }
 }
 
+/// Where a delta file's records end, and how far it is preallocated (its length on disk).
+#[derive(Debug, Default, Clone, Copy, PartialEq, Eq)]
+pub struct Extent {
+    /// Bytes of records after the header (where the next batch goes).
+    pub written: u64,
+    /// The file's length: the header, the records and the preallocated zeros after them.
+    pub allocated: u64,
+}
+
 /// Durably appends `journal` as one batch, labelled `label`, to the delta file continuing the
-/// full snapshot of `base_zxid`, whose records so far take `offset` bytes after the header
-/// (0: the file is created). Returns the bytes appended.
+/// full snapshot of `base_zxid`, which ends at `end` (`written` 0: the file is created).
+/// Returns where it ends now.
 pub fn append(
     fs: &dyn FileSystem,
     layout: &Layout,
     (generation, base_zxid): (u32, i64),
-    offset: u64,
+    end: Extent,
     journal: &Journal,
     label: u32,
-) -> Result<u64> {
+) -> Result<Extent> {
     let path = path(layout, base_zxid);
     let mut batch = Vec::with_capacity(16 + journal.frames.len());
     let mut label_payload = vec![KIND_LABEL];
     label_payload.extend_from_slice(&label.to_be_bytes());
     write_frame(&mut batch, &label_payload);
     batch.extend_from_slice(&journal.frames);
-    let mut file = if offset == 0 {
+    let created = end.written == 0;
+    let mut file = if created {
         // A file left by a chain that never got past its creation is replaced.
         let _ = fs.remove(&path);
         let mut file = fs
@@ -159,17 +174,30 @@ pub fn append(
         fs.open_write(&path, false)
             .map_err(StorageError::io("open delta file", &path))?
     };
-    file.write_at(HEADER_LEN as u64 + offset, &batch)
+    let at = HEADER_LEN as u64 + end.written;
+    let needed = at + batch.len() as u64;
+    let allocated = if created || needed > end.allocated {
+        let grown = needed.next_multiple_of(PREALLOCATE_STEP);
+        file.preallocate(grown)
+            .map_err(StorageError::io("preallocate delta file", &path))?;
+        grown
+    } else {
+        end.allocated
+    };
+    file.write_at(at, &batch)
         .map_err(StorageError::io("write delta file", &path))?;
     file.sync_data()
         .map_err(StorageError::io("fsync delta file", &path))?;
-    if offset == 0 {
+    if created {
         fs.sync_dir(&layout.snap_dir).map_err(StorageError::io(
             "sync snapshot directory",
             &layout.snap_dir,
         ))?;
     }
-    Ok(batch.len() as u64)
+    Ok(Extent {
+        written: end.written + batch.len() as u64,
+        allocated,
+    })
 }
 
 /// What [`replay`] applied.

@@ -576,7 +576,7 @@ impl Persistence {
             base_zxid: zxid,
             end_zxid: zxid,
             base_bytes: bytes,
-            delta_bytes: 0,
+            delta: Default::default(),
         });
         self.journal = Journal::starting_at(zxid);
         self.journal_broken = false;
@@ -948,7 +948,7 @@ fn too_stale(chain: &Chain, pending: u64, tree: &DataTree) -> bool {
     let live = snapshot_file::estimated_bytes(tree.node_count(), tree.approximate_data_size());
     let on_disk = chain
         .base_bytes
-        .saturating_add(chain.delta_bytes)
+        .saturating_add(chain.delta.written)
         .saturating_add(pending);
     let stale = on_disk.saturating_sub(live);
     stale >= live.saturating_mul(GARBAGE_FACTOR).max(COMPACT_BYTES_MIN)
@@ -979,6 +979,6 @@ fn recovered_chain(fs: &dyn FileSystem, layout: &Layout, recovered: &Recovered) 
         base_zxid: *zxid,
         end_zxid: *zxid,
         base_bytes: fs.len(path).unwrap_or(0),
-        delta_bytes: 0,
+        delta: Default::default(),
     })
 }

@@ -29,8 +29,8 @@ pub struct Chain {
     /// The zxid of the state the disk holds: the full snapshot's, or its delta file's last.
     pub end_zxid: i64,
     pub base_bytes: u64,
-    /// Bytes of records in the delta file so far (where the next batch goes).
-    pub delta_bytes: u64,
+    /// Where the delta file's records end, and its preallocated length.
+    pub delta: crate::delta::Extent,
 }
 
 /// Diskless: the least rest after a delta batch (unless the rest is 0, the thesis's back to
@@ -94,12 +94,12 @@ impl SnapshotJob {
             self.fs.as_ref(),
             &self.layout,
             (chain.generation, chain.base_zxid),
-            chain.delta_bytes,
+            chain.delta,
             journal,
             self.stamp.label,
         );
         match appended {
-            Ok(bytes) => {
+            Ok(delta) => {
                 let ms = took_ms.unwrap_or_else(|| started.elapsed().as_millis() as u64);
                 // A batch takes about one fsync; resting a few times that would mean an fsync
                 // per write at low rates. A floor gathers a few writes per batch.
@@ -114,11 +114,12 @@ impl SnapshotJob {
                 );
                 *lock(&self.chain) = Some(Chain {
                     end_zxid: journal.last_zxid,
-                    delta_bytes: chain.delta_bytes + bytes,
+                    delta,
                     ..chain
                 });
                 self.on_disk.fetch_max(journal.last_zxid, Ordering::AcqRel);
                 self.record(journal.last_zxid, ms, None);
+                let bytes = delta.written - chain.delta.written;
                 tracing::trace!(txns = journal.count, bytes, ms, "delta batch written");
             }
             // The next busy snapshot is a full one: this batch's transactions are in no other
@@ -169,7 +170,7 @@ impl SnapshotJob {
                         base_zxid: zxid,
                         end_zxid: zxid,
                         base_bytes: written.bytes,
-                        delta_bytes: 0,
+                        delta: Default::default(),
                     });
                 }
                 self.on_disk.fetch_max(zxid, Ordering::AcqRel);

@@ -153,6 +153,34 @@ fn busy_snapshots_are_deltas_that_recovery_replays_until_compacted() {
     );
 }
 
+/// A delta file is preallocated, so a batch's fsync leaves its length (and inode) alone; the
+/// zeros after the last batch end the records when it is replayed.
+#[test]
+fn delta_batches_land_in_a_preallocated_file_whose_zeros_end_the_records() {
+    let fs = FaultyFs::new();
+    let (mut p, recovered, _) = open(&fs);
+    let mut tree = recovered.tree;
+    let txns = workload(300, 29);
+    let delta_len = |fs: &FaultyFs| {
+        let files = fs.list(&layout().snap_dir).unwrap();
+        let name = files.iter().find(|n| n.starts_with("delta-")).cloned();
+        name.map(|n| fs.len(&layout().snap_dir.join(n)).unwrap())
+    };
+    write_in_chunks(&fs, &mut p, &mut tree, &txns[..100], 20);
+    let first = delta_len(&fs).expect("a delta file");
+    assert_eq!(
+        first,
+        storage::delta::PREALLOCATE_STEP,
+        "one step preallocated"
+    );
+    write_in_chunks(&fs, &mut p, &mut tree, &txns[100..], 20);
+    assert_eq!(delta_len(&fs), Some(first), "later batches fit in the step");
+    p.close();
+    let (_, recovered, _) = open(&fs.crash_image(storage::faulty_fs::Tear::None));
+    assert_eq!(recovered.tree.last_processed_zxid(), 300);
+    assert_eq!(recovered.tree.digest(), tree.digest());
+}
+
 /// Deltas of data changes make what came before stale; once the files hold four times as many
 /// stale bytes as the tree's snapshot (at least 4 MiB), the next busy snapshot is a full one.
 #[test]
