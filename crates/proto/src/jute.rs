@@ -327,6 +327,16 @@ impl<T: Record + MinEncodedLen> Record for Vec<T> {
     }
 }
 
+/// A shared value encodes as the value (an ACL list a transaction shares with the tree).
+impl<T: Record> Record for std::sync::Arc<T> {
+    fn encode(&self, w: &mut Writer) {
+        T::encode(self, w)
+    }
+    fn decode(r: &mut Reader<'_>) -> Result<Self, DecodeError> {
+        T::decode(r).map(std::sync::Arc::new)
+    }
+}
+
 /// The least number of bytes one encoded value occupies; bounds vector pre-allocation.
 pub trait MinEncodedLen {
     const MIN_ENCODED_LEN: usize;

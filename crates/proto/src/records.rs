@@ -6,6 +6,11 @@ use crate::jute_record;
 /// A znode's data: `None` is Java's `null`, which is stored and returned as such.
 pub type Data = Option<Vec<u8>>;
 
+/// A shared, immutable ACL list: a transaction and the tree hold one copy of a common list.
+/// `Arc<Vec>` rather than `Arc<[Acl]>`: a thin pointer, so each znode spends 8 bytes on its
+/// ACL, not 16.
+pub type AclList = std::sync::Arc<Vec<Acl>>;
+
 jute_record! {
     /// An identity: scheme (`world`, `auth`, `digest`, `ip`, `super`, ...) and id.
     pub struct Id { pub scheme: String, pub id: String }

@@ -5,7 +5,7 @@
 use crate::jute::{DecodeError, Reader, Record, Writer};
 use crate::jute_record;
 use crate::op_code::OpCode;
-use crate::records::{Acl, Data};
+use crate::records::{Acl, AclList, Data};
 
 jute_record! {
     /// Who asked (session, cxid), where it lands in the order (zxid), when (leader time, ms since
@@ -18,7 +18,7 @@ jute_record! {
     pub struct CreateTxn {
         pub path: String,
         pub data: Data,
-        pub acl: Vec<Acl>,
+        pub acl: AclList,
         pub ephemeral: bool,
         pub parent_cversion: i32,
     }
@@ -29,7 +29,7 @@ jute_record! {
     pub struct CreateTtlTxn {
         pub path: String,
         pub data: Data,
-        pub acl: Vec<Acl>,
+        pub acl: AclList,
         pub parent_cversion: i32,
         pub ttl: i64,
     }
@@ -40,7 +40,7 @@ jute_record! {
     pub struct CreateContainerTxn {
         pub path: String,
         pub data: Data,
-        pub acl: Vec<Acl>,
+        pub acl: AclList,
         pub parent_cversion: i32,
     }
     min_len = 16
@@ -62,7 +62,7 @@ jute_record! {
 }
 
 jute_record! {
-    pub struct SetAclTxn { pub path: String, pub acl: Vec<Acl>, pub version: i32 }
+    pub struct SetAclTxn { pub path: String, pub acl: AclList, pub version: i32 }
     min_len = 12
 }
 

@@ -161,19 +161,19 @@ proptest! {
     #[test]
     fn txns_round_trip(body in prop_oneof![
         create_request().prop_map(|c| TxnBody::Create(proto::txn::CreateTxn {
-            path: c.path, data: c.data, acl: c.acl, ephemeral: c.flags & 1 == 1, parent_cversion: c.flags })),
+            path: c.path, data: c.data, acl: c.acl.into(), ephemeral: c.flags & 1 == 1, parent_cversion: c.flags })),
         path().prop_map(|path| TxnBody::Delete(proto::txn::DeleteTxn { path })),
         proptest::collection::vec(path(), 0..4).prop_map(|paths_to_delete|
             TxnBody::CloseSession(proto::txn::CloseSessionTxn { paths_to_delete })),
         proptest::collection::vec(path(), 0..4).prop_map(|paths| TxnBody::Multi(paths.into_iter()
             .map(|path| TxnBody::Delete(proto::txn::DeleteTxn { path })).collect())),
         (create_request(), any::<i64>()).prop_map(|(c, ttl)| TxnBody::CreateTtl(proto::txn::CreateTtlTxn {
-            path: c.path, data: c.data, acl: c.acl, parent_cversion: c.flags, ttl })),
+            path: c.path, data: c.data, acl: c.acl.into(), parent_cversion: c.flags, ttl })),
         create_request().prop_map(|c| TxnBody::CreateContainer(proto::txn::CreateContainerTxn {
-            path: c.path, data: c.data, acl: c.acl, parent_cversion: c.flags })),
+            path: c.path, data: c.data, acl: c.acl.into(), parent_cversion: c.flags })),
         (create_request(), any::<i32>()).prop_map(|(c, version)| TxnBody::Multi(vec![
             TxnBody::SetData(proto::txn::SetDataTxn { path: c.path.clone(), data: c.data, version }),
-            TxnBody::SetAcl(proto::txn::SetAclTxn { path: c.path.clone(), acl: c.acl, version }),
+            TxnBody::SetAcl(proto::txn::SetAclTxn { path: c.path.clone(), acl: c.acl.into(), version }),
             TxnBody::Check(proto::txn::CheckVersionTxn { path: c.path, version }),
             TxnBody::Error(proto::txn::ErrorTxn { err: version }),
         ])),

@@ -267,7 +267,7 @@ impl<S: Store> Replica<S> {
     /// has since become global: back at the head as a write, sent to the leader (or held, while
     /// this member has none), so that what the connection sent after it stays behind it.
     fn close_through_zab(&mut self, conn: ConnId, session_id: i64, xid: i32, received_ms: u64) {
-        let request = Request::CloseSession;
+        let request = std::sync::Arc::new(Request::CloseSession);
         let reply = ReplyTo::new(conn, xid, &request, received_ms);
         let Some(ensemble) = self.ensemble.as_deref_mut() else {
             return;

@@ -107,7 +107,7 @@ fn create_body(path: &str) -> TxnBody {
     TxnBody::Create(CreateTxn {
         path: path.into(),
         data: Some(b"hello".to_vec()),
-        acl: world_acl(),
+        acl: world_acl().into(),
         ephemeral: false,
         parent_cversion: 3,
     })
@@ -136,27 +136,27 @@ fn transaction_bodies() -> Vec<TxnBody> {
         TxnBody::Create2(CreateTxn {
             path: "/e".into(),
             data: Some(Vec::new()),
-            acl: Vec::new(),
+            acl: Vec::new().into(),
             ephemeral: true,
             parent_cversion: i32::MAX,
         }),
         TxnBody::CreateContainer(CreateContainerTxn {
             path: "/c".into(),
             data: None,
-            acl: world_acl(),
+            acl: world_acl().into(),
             parent_cversion: 0,
         }),
         TxnBody::CreateTtl(CreateTtlTxn {
             path: "/t".into(),
             data: Some(vec![0; 3]),
-            acl: world_acl(),
+            acl: world_acl().into(),
             parent_cversion: 1,
             ttl: i64::MAX,
         }),
         TxnBody::DeleteContainer(DeleteTxn { path: "/c".into() }),
         TxnBody::SetAcl(SetAclTxn {
             path: "/s".into(),
-            acl: world_acl(),
+            acl: world_acl().into(),
             version: 4,
         }),
         TxnBody::CreateSession(CreateSessionTxn { timeout_ms: 30_000 }),

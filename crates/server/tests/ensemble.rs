@@ -489,7 +489,7 @@ fn diverge_offline(data_dir: &std::path::Path) {
         body: TxnBody::Create(CreateTxn {
             path: "/diverged".into(),
             data: Some(b"only here".to_vec()),
-            acl: open_acl(),
+            acl: open_acl().into(),
             ephemeral: false,
             parent_cversion: 0,
         }),

@@ -3,6 +3,7 @@
 //! and the interning cache that lets a million znodes share a handful of ACL lists.
 
 use proto::{Acl, ErrorCode, Id};
+use std::borrow::Cow;
 use std::collections::HashMap;
 use std::net::IpAddr;
 use std::sync::Arc;
@@ -110,62 +111,71 @@ fn valid_kerberos_name(id: &str) -> bool {
 /// `sasl_provider`: `authProvider.N` registered ZooKeeper's `SASLAuthenticationProvider`;
 /// without it `sasl` is an unknown scheme, as in ZooKeeper, whose registry has only `ip` and
 /// `digest` by default (`x509` is always known to meerkat; docs/operators.md).
-pub fn fixup_acl(
-    acl: &[Acl],
+pub fn fixup_acl<'a>(
+    acl: &'a [Acl],
     auth_ids: &AuthIds,
     sasl_provider: bool,
-) -> Result<Vec<Acl>, ErrorCode> {
-    let mut unique: Vec<&Acl> = Vec::with_capacity(acl.len());
-    for entry in acl {
-        if !unique.contains(&entry) {
-            unique.push(entry);
-        }
-    }
-    if unique.is_empty() {
+) -> Result<Cow<'a, [Acl]>, ErrorCode> {
+    if acl.is_empty() {
         return Err(ErrorCode::InvalidAcl);
     }
-    let mut fixed = Vec::with_capacity(unique.len());
-    for entry in unique {
-        let id = &entry.id;
-        match id.scheme.as_str() {
-            "world" if id.id == "anyone" => fixed.push(entry.clone()),
-            "auth" => {
-                let mut any = false;
-                // Every identity an authenticating provider proved (ZooKeeper's
-                // `isAuthenticated()`): digest, x509 and sasl, not ip or super.
-                // A `sasl` identity without its provider is skipped, as ZooKeeper skips an
-                // identity whose provider is missing.
-                let proved = |a: &&Id| match a.scheme.as_str() {
-                    "digest" | "x509" => true,
-                    "sasl" => sasl_provider,
-                    _ => false,
-                };
-                for auth in auth_ids.iter().filter(proved) {
-                    any = true;
-                    fixed.push(Acl {
-                        perms: entry.perms,
-                        id: auth.clone(),
-                    });
-                }
-                if !any {
-                    return Err(ErrorCode::InvalidAcl);
-                }
-            }
-            "digest" if valid_digest_id(&id.id) => fixed.push(entry.clone()),
-            "ip" if valid_ip_id(&id.id) => fixed.push(entry.clone()),
-            // ZooKeeper's X509AuthenticationProvider takes any name X500Principal parses;
-            // meerkat takes any name (it cannot tell a Java-parsable one from the rest).
-            "x509" => fixed.push(entry.clone()),
-            "sasl" if sasl_provider && valid_kerberos_name(&id.id) => fixed.push(entry.clone()),
-            _ => return Err(ErrorCode::InvalidAcl),
+    // The common case, a valid list without `auth` entries or repeats, is used as given: no
+    // copy of it is made here (the tree usually has one to share).
+    let mut as_given = true;
+    for (i, entry) in acl.iter().enumerate() {
+        if entry.id.scheme == "auth" || acl[..i].contains(entry) {
+            as_given = false;
+        } else if !valid_as_given(&entry.id, sasl_provider) {
+            return Err(ErrorCode::InvalidAcl);
         }
     }
-    Ok(fixed)
+    if as_given {
+        return Ok(Cow::Borrowed(acl));
+    }
+    let mut fixed = Vec::with_capacity(acl.len());
+    for (i, entry) in acl.iter().enumerate() {
+        if acl[..i].contains(entry) {
+            continue;
+        }
+        if entry.id.scheme != "auth" {
+            fixed.push(entry.clone());
+            continue;
+        }
+        // Every identity an authenticating provider proved (ZooKeeper's `isAuthenticated()`):
+        // digest, x509 and sasl, not ip or super. A `sasl` identity without its provider is
+        // skipped, as ZooKeeper skips an identity whose provider is missing.
+        let proved = |a: &&Id| match a.scheme.as_str() {
+            "digest" | "x509" => true,
+            "sasl" => sasl_provider,
+            _ => false,
+        };
+        let before = fixed.len();
+        fixed.extend(auth_ids.iter().filter(proved).map(|auth| Acl {
+            perms: entry.perms,
+            id: auth.clone(),
+        }));
+        if fixed.len() == before {
+            return Err(ErrorCode::InvalidAcl);
+        }
+    }
+    Ok(Cow::Owned(fixed))
 }
 
-/// A shared, immutable ACL list. `Arc<Vec>` rather than `Arc<[Acl]>`: a thin pointer, so each
-/// znode spends 8 bytes on its ACL, not 16.
-pub type AclList = Arc<Vec<Acl>>;
+/// Whether an identity other than `auth` is valid in an ACL as it stands.
+fn valid_as_given(id: &Id, sasl_provider: bool) -> bool {
+    match id.scheme.as_str() {
+        "world" => id.id == "anyone",
+        "digest" => valid_digest_id(&id.id),
+        "ip" => valid_ip_id(&id.id),
+        // ZooKeeper's X509AuthenticationProvider takes any name X500Principal parses; meerkat
+        // takes any name (it cannot tell a Java-parsable one from the rest).
+        "x509" => true,
+        "sasl" => sasl_provider && valid_kerberos_name(&id.id),
+        _ => false,
+    }
+}
+
+pub use proto::AclList;
 
 /// Interns ACL lists so identical lists are stored once (ZooKeeper's `ReferenceCountedACLCache`).
 #[derive(Debug, Default, Clone)]
@@ -215,6 +225,41 @@ pub fn open_acl_unsafe() -> Vec<Acl> {
 
 #[cfg(test)]
 mod tests {
+    /// `fixup_acl`, owned, to compare with a list.
+    fn fixup(acl: &[Acl], ids: &AuthIds, sasl: bool) -> Result<Vec<Acl>, ErrorCode> {
+        fixup_acl(acl, ids, sasl).map(Cow::into_owned)
+    }
+
+    #[test]
+    fn a_valid_list_without_auth_or_repeats_is_used_as_given() {
+        let world = open_acl_unsafe();
+        assert!(matches!(
+            fixup_acl(&world, &[], false),
+            Ok(Cow::Borrowed(_))
+        ));
+        let twice = [world.clone(), world.clone()].concat();
+        match fixup_acl(&twice, &[], false) {
+            Ok(Cow::Owned(fixed)) => assert_eq!(fixed, world),
+            other => panic!("repeats are removed: {other:?}"),
+        }
+        let bad_after_repeat = [
+            world.clone(),
+            world,
+            vec![Acl {
+                perms: 1,
+                id: Id {
+                    scheme: "world".into(),
+                    id: "x".into(),
+                },
+            }],
+        ]
+        .concat();
+        assert_eq!(
+            fixup_acl(&bad_after_repeat, &[], false),
+            Err(ErrorCode::InvalidAcl)
+        );
+    }
+
     use super::*;
     use proto::watch::perms;
 
@@ -285,7 +330,7 @@ mod tests {
             id: id("auth", ""),
         }];
         assert_eq!(
-            fixup_acl(&auth, &[ip, id("sasl", "bob")], true),
+            fixup(&auth, &[ip, id("sasl", "bob")], true),
             Ok(vec![Acl {
                 perms: perms::ALL,
                 id: id("sasl", "bob")
@@ -302,7 +347,7 @@ mod tests {
                 perms: 1,
                 id: id("sasl", good),
             }];
-            assert_eq!(fixup_acl(&acl, &[], true), Ok(acl.clone()), "{good}");
+            assert_eq!(fixup(&acl, &[], true), Ok(acl.clone()), "{good}");
         }
         // Without SASLAuthenticationProvider registered, `sasl` is an unknown scheme, and an
         // `auth` ACL does not expand to a sasl identity.
@@ -310,9 +355,9 @@ mod tests {
             perms: 1,
             id: id("sasl", "bob"),
         }];
-        assert_eq!(fixup_acl(&named, &[], false), Err(ErrorCode::InvalidAcl));
+        assert_eq!(fixup(&named, &[], false), Err(ErrorCode::InvalidAcl));
         assert_eq!(
-            fixup_acl(&auth, &[id("ip", "127.0.0.1"), id("sasl", "bob")], false),
+            fixup(&auth, &[id("ip", "127.0.0.1"), id("sasl", "bob")], false),
             Err(ErrorCode::InvalidAcl)
         );
         for bad in ["a@b@c", "a@R/x", "a/b/c@R"] {
@@ -320,11 +365,7 @@ mod tests {
                 perms: 1,
                 id: id("sasl", bad),
             }];
-            assert_eq!(
-                fixup_acl(&acl, &[], true),
-                Err(ErrorCode::InvalidAcl),
-                "{bad}"
-            );
+            assert_eq!(fixup(&acl, &[], true), Err(ErrorCode::InvalidAcl), "{bad}");
         }
     }
 
@@ -335,11 +376,11 @@ mod tests {
             id: id("auth", ""),
         }];
         assert_eq!(
-            fixup_acl(&auth, &[id("ip", "127.0.0.1")], true),
+            fixup(&auth, &[id("ip", "127.0.0.1")], true),
             Err(ErrorCode::InvalidAcl)
         );
         let fixed =
-            fixup_acl(&auth, &[id("ip", "127.0.0.1"), id("digest", "u:h")], true).expect("valid");
+            fixup(&auth, &[id("ip", "127.0.0.1"), id("digest", "u:h")], true).expect("valid");
         assert_eq!(
             fixed,
             vec![Acl {
@@ -348,8 +389,7 @@ mod tests {
             }]
         );
         let x509 = id("x509", "CN=c,O=o");
-        let fixed =
-            fixup_acl(&auth, &[id("super", "CN=c,O=o"), x509.clone()], true).expect("valid");
+        let fixed = fixup(&auth, &[id("super", "CN=c,O=o"), x509.clone()], true).expect("valid");
         assert_eq!(
             fixed,
             vec![Acl {
@@ -358,7 +398,7 @@ mod tests {
             }]
         );
         let named = vec![Acl { perms: 1, id: x509 }];
-        assert_eq!(fixup_acl(&named, &[], true), Ok(named.clone()));
+        assert_eq!(fixup(&named, &[], true), Ok(named.clone()));
         for bad in [
             id("world", "x"),
             id("digest", "nocolon"),
@@ -366,9 +406,9 @@ mod tests {
             id("nope", "x"),
         ] {
             let acl = vec![Acl { perms: 1, id: bad }];
-            assert_eq!(fixup_acl(&acl, &[], true), Err(ErrorCode::InvalidAcl));
+            assert_eq!(fixup(&acl, &[], true), Err(ErrorCode::InvalidAcl));
         }
-        assert_eq!(fixup_acl(&[], &[], true), Err(ErrorCode::InvalidAcl));
+        assert_eq!(fixup(&[], &[], true), Err(ErrorCode::InvalidAcl));
     }
 
     #[test]

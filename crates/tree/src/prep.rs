@@ -16,6 +16,7 @@ use proto::request::Request;
 use proto::txn::*;
 use proto::watch::perms;
 use proto::{Acl, CreateRequest, ErrorCode, Id, OpCode, SetDataRequest, StatPersisted};
+use std::borrow::Cow;
 
 /// Who is asking and where the transaction goes.
 #[derive(Debug, Clone, Copy)]
@@ -193,17 +194,13 @@ impl Prep {
         let data_len = req.data.as_ref().map_or(0, Vec::len) as i64;
         self.check_quota(tree, ctx.zxid, &node_path, 1, data_len)?;
         let new_cversion = parent_stat.cversion + 1;
-        // The pending record shares the tree's copy of a common ACL: the transaction's own is
-        // then the only one made.
-        let acl_list = tree
-            .interned_acl(&acl)
-            .unwrap_or_else(|| AclList::new(acl.clone()));
+        let acl = shared_acl(tree, acl);
         let (body, owner) = create_body(
             op,
             mode,
             &node_path,
             req,
-            acl,
+            acl.clone(),
             new_cversion,
             ttl,
             ctx.session_id,
@@ -231,7 +228,7 @@ impl Prep {
             zxid: ctx.zxid,
             stat: Some(stat),
             child_count: 0,
-            acl: acl_list,
+            acl,
             data_len,
         };
         self.record_usage(tree, ctx.zxid, &node_path, 1, data_len);
@@ -439,14 +436,14 @@ impl Prep {
         undo: Option<&mut Undo>,
     ) -> PrepResult {
         path::validate_path(node_path).map_err(|_| ErrorCode::BadArguments)?;
-        let acl = fixup_acl(acl, ctx.auth_ids, ctx.sasl_provider)?;
+        let acl = shared_acl(tree, fixup_acl(acl, ctx.auth_ids, ctx.sasl_provider)?);
         let mut node = self.record(tree, node_path)?;
         check_acl(&node.acl, perms::ADMIN, ctx.auth_ids)?;
         let stat = node.stat.as_mut().ok_or(ErrorCode::NoNode)?;
         let aversion = check_version(stat.aversion, version)?;
         stat.aversion = aversion;
         node.zxid = ctx.zxid;
-        node.acl = acl.clone().into();
+        node.acl = acl.clone();
         self.pending.add(node_path, node, undo);
         Ok(TxnBody::SetAcl(SetAclTxn {
             path: node_path.to_string(),
@@ -569,13 +566,20 @@ fn check_version(current: i32, expected: i32) -> Result<i32, ErrorCode> {
     Ok(current.wrapping_add(1))
 }
 
+/// The tree's copy of a common ACL list (the transaction, the pending record and the znode
+/// then share one), or a new one.
+fn shared_acl(tree: &DataTree, acl: Cow<'_, [Acl]>) -> AclList {
+    tree.interned_acl(&acl)
+        .unwrap_or_else(|| AclList::new(acl.into_owned()))
+}
+
 #[allow(clippy::too_many_arguments)] // every field of a create, computed by prep_create
 fn create_body(
     op: OpCode,
     mode: CreateMode,
     node_path: &str,
     req: &CreateRequest,
-    acl: Vec<Acl>,
+    acl: AclList,
     parent_cversion: i32,
     ttl: i64,
     session_id: i64,

@@ -235,7 +235,7 @@ fn churn(tree: &mut DataTree, names: &[usize]) {
             body: TxnBody::Create(CreateTxn {
                 path: format!("/tmp{k}"),
                 data: Some(vec![1, 2, 3]),
-                acl: acl_list(AclSel::WorldRead),
+                acl: acl_list(AclSel::WorldRead).into(),
                 ephemeral: false,
                 parent_cversion: 0,
             }),

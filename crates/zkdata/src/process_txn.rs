@@ -120,7 +120,7 @@ mod tests {
             txn: CreateTxn {
                 path: path.into(),
                 data: None,
-                acl: open_acl_unsafe(),
+                acl: open_acl_unsafe().into(),
                 ephemeral: false,
                 parent_cversion,
             },

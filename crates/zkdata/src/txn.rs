@@ -101,7 +101,7 @@ pub fn decode_entry(bytes: &[u8]) -> Result<LogEntry, DecodeError> {
                     txn: CreateTxn {
                         path: v0.path,
                         data: v0.data,
-                        acl: v0.acl,
+                        acl: v0.acl.into(),
                         ephemeral: v0.ephemeral,
                         parent_cversion: -1,
                     },

@@ -21,7 +21,7 @@ fn entry(zxid: i64) -> Vec<u8> {
     CreateTxn {
         path: format!("/n{zxid}"),
         data: Some(vec![7; 20]),
-        acl: tree::acl::open_acl_unsafe(),
+        acl: tree::acl::open_acl_unsafe().into(),
         ephemeral: false,
         parent_cversion: zxid as i32,
     }

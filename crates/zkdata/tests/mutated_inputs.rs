@@ -40,7 +40,7 @@ fn tree() -> tree::DataTree {
             body: TxnBody::Create(CreateTxn {
                 path,
                 data: Some(vec![i as u8; (i as usize * 7) % 50]),
-                acl: tree::acl::open_acl_unsafe(),
+                acl: tree::acl::open_acl_unsafe().into(),
                 ephemeral: false,
                 parent_cversion: -1,
             }),
@@ -121,7 +121,7 @@ fn mutated_logs_never_panic() {
         proto::txn::CreateTxn {
             path: format!("/n{i}"),
             data: Some(vec![1; 10]),
-            acl: tree::acl::open_acl_unsafe(),
+            acl: tree::acl::open_acl_unsafe().into(),
             ephemeral: false,
             parent_cversion: -1,
         }

@@ -24,7 +24,7 @@ fn create(path: &str) -> CreateTxn {
     CreateTxn {
         path: path.into(),
         data: Some(b"d".to_vec()),
-        acl: tree::acl::open_acl_unsafe(),
+        acl: tree::acl::open_acl_unsafe().into(),
         ephemeral: false,
         parent_cversion: -1,
     }

@@ -26,7 +26,7 @@ pub fn snapshot(ctx: &Context) -> anyhow::Result<Outcome> {
         let case = format!("{n} znodes x 300 B");
         ctx.step(format!("snapshot of {n} znodes"));
         let mut tree = tree::DataTree::new();
-        let acl = tree::acl::open_acl_unsafe();
+        let acl = proto::AclList::new(tree::acl::open_acl_unsafe());
         let mut triggers = Vec::new();
         let parents = 100.max(n / 10_000);
         for i in 0..(n + parents) {

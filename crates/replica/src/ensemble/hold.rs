@@ -213,7 +213,7 @@ impl<S: Store> Replica<S> {
         let Some(queue) = ensemble.queues.get_mut(&conn) else {
             return;
         };
-        let writes: Vec<(i32, Request)> = queue
+        let writes: Vec<(i32, std::sync::Arc<Request>)> = queue
             .iter_mut()
             .filter_map(|w| match w {
                 Waiting::Write {

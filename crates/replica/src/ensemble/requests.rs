@@ -19,6 +19,7 @@ use crate::{Now, Output};
 use proto::request::Request;
 use proto::txn::{ErrorTxn, Txn, TxnBody, TxnHeader};
 use proto::{ErrorCode, OpCode};
+use std::sync::Arc;
 use tree::PrepContext;
 use zab::Sid;
 
@@ -41,6 +42,7 @@ impl<S: Store> Replica<S> {
             return;
         };
         let sent = ensemble.serving;
+        let request = Arc::new(request);
         let to_send = sent.then(|| request.clone());
         ensemble
             .queues
@@ -57,7 +59,13 @@ impl<S: Store> Replica<S> {
     }
 
     /// Proposes a local client's write here, or forwards it to the leader.
-    pub(crate) fn send_write(&mut self, conn: ConnId, session_id: i64, xid: i32, request: Request) {
+    pub(crate) fn send_write(
+        &mut self,
+        conn: ConnId,
+        session_id: i64,
+        xid: i32,
+        request: Arc<Request>,
+    ) {
         // A local session's ephemeral: its upgrade goes first, on the same link.
         self.upgrade_if_needed(session_id, &request);
         let auth_ids = self.auth_ids(conn);
@@ -456,14 +464,14 @@ impl<S: Store> Replica<S> {
                         "write through a server the session has moved away from: SessionMoved"
                     );
                     error_txn(session_id, xid, zxid, time_ms, ErrorCode::SessionMoved)
-                } else if matches!(request, Request::Sync(_)) {
+                } else if matches!(*request, Request::Sync(_)) {
                     // sync is a no-op transaction through Zab: once this server applies it,
                     // it has applied every write committed before the sync was proposed.
                     error_txn(session_id, xid, zxid, time_ms, ErrorCode::Ok)
                 } else if let Some(txn) = self.refuse_session_write(session_id, xid, zxid, &request)
                 {
                     txn
-                } else if let Request::Reconfig(request) = &request {
+                } else if let Request::Reconfig(request) = &*request {
                     self.prepare_reconfig(super::reconfig::ReconfigCall {
                         session_id,
                         xid,
@@ -628,7 +636,7 @@ impl<S: Store> Replica<S> {
                         origin: peer,
                         session_id: f.session_id,
                         xid: f.xid,
-                        request,
+                        request: Arc::new(request),
                         auth_ids: crate::replica::AuthIds::new(f.auth_ids),
                     }),
                 Ok(_) => {

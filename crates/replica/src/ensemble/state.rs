@@ -11,6 +11,7 @@ use crate::watch_manager::ConnId;
 use crate::Output;
 use proto::request::Request;
 use std::collections::{BTreeMap, HashMap, HashSet, VecDeque};
+use std::sync::Arc;
 use zab::{Role, Sid, Zab};
 
 /// A request of a local connection, waiting its turn.
@@ -20,7 +21,8 @@ pub(crate) enum Waiting {
     /// before committing it (see [`super::hold`]).
     Write {
         reply: ReplyTo,
-        request: Request,
+        /// Shared with the work that proposes it: a write is never copied whole.
+        request: Arc<Request>,
         /// Sent to a leader (false: held while this member has none).
         sent: bool,
     },
@@ -58,7 +60,7 @@ pub(crate) enum Work {
         origin: Sid,
         session_id: i64,
         xid: i32,
-        request: Request,
+        request: Arc<Request>,
         auth_ids: AuthIds,
     },
     CreateSession {
