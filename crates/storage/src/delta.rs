@@ -23,7 +23,7 @@
 use crate::error::{Result, StorageError};
 use crate::fs::FileSystem;
 use crate::layout::Layout;
-use crate::record::{crc, read_frame, write_frame, Frame, FRAME_HEADER_LEN};
+use crate::record::{crc, read_frame, Frame, FRAME_HEADER_LEN};
 use proto::jute::{Reader, Record};
 use proto::txn::Txn;
 use std::path::PathBuf;
@@ -81,33 +81,52 @@ fn decode_header(h: &[u8]) -> std::result::Result<(u32, i64), &'static str> {
     ))
 }
 
-/// Transactions as they are applied, framed, waiting for the next batch.
-#[derive(Debug, Default)]
+/// The label frame that opens a batch: length and checksum, the kind byte, the label.
+const LABEL_FRAME_LEN: usize = FRAME_HEADER_LEN + 1 + 4;
+
+/// A spare buffer up to this size (or four times the batch before) is reused as it is.
+const SPARE_KEPT_MIN: usize = 1 << 20;
+
+/// Transactions as they are applied, framed, waiting for the next batch. The batch's opening
+/// label frame has its place reserved at the front, filled in by [`Journal::seal`], so the
+/// batch is written from this buffer as it stands; the buffer of a written batch comes back
+/// for a later journal ([`Journal::next`]), so a busy diskless server allocates none.
+#[derive(Debug)]
 pub struct Journal {
     /// The zxid the first transaction follows (the state on disk when it began).
     pub prev_zxid: i64,
     pub last_zxid: i64,
     pub count: u32,
-    pub frames: Vec<u8>,
+    /// The label frame's place, then the framed transactions.
+    frames: Vec<u8>,
 }
 
 impl Journal {
     pub fn starting_at(zxid: i64) -> Journal {
+        Journal::reusing(zxid, Vec::new())
+    }
+
+    /// A journal whose frames go into `buffer` (its contents dropped, its room kept).
+    fn reusing(zxid: i64, mut buffer: Vec<u8>) -> Journal {
+        buffer.clear();
+        buffer.resize(LABEL_FRAME_LEN, 0);
         Journal {
             prev_zxid: zxid,
             last_zxid: zxid,
             count: 0,
-            frames: Vec::new(),
+            frames: buffer,
         }
     }
 
-    /// A journal after this one, with room for as much as this one held (the next batch is
-    /// usually about as large: no reallocations while it fills).
-    pub fn next(&self, zxid: i64) -> Journal {
-        Journal {
-            frames: Vec::with_capacity(self.frames.len()),
-            ..Journal::starting_at(zxid)
-        }
+    /// A journal after this one, in `spare` (the buffer of a batch already written, or a new
+    /// one), with room for as much as this one held: the next batch is usually about as
+    /// large, so nothing is reallocated while it fills.
+    pub fn next(&self, zxid: i64, spare: Vec<u8>) -> Journal {
+        // A buffer left far larger by a burst is not kept for ever.
+        let keep = spare.capacity() <= 4 * self.frames.len().max(SPARE_KEPT_MIN);
+        let mut next = Journal::reusing(zxid, if keep { spare } else { Vec::new() });
+        next.frames.reserve(self.frames.len());
+        next
     }
 
     /// Frames `txn` in place: encoded straight into the journal, its length and checksum
@@ -129,6 +148,31 @@ impl Journal {
         self.count += 1;
     }
 
+    /// Opens the batch with the epoch label of the state it brings the disk to.
+    pub fn seal(&mut self, label: u32) {
+        let mut payload = [KIND_LABEL, 0, 0, 0, 0];
+        payload[1..].copy_from_slice(&label.to_be_bytes());
+        let slot = &mut self.frames[..LABEL_FRAME_LEN];
+        slot[..4].copy_from_slice(&(payload.len() as u32).to_be_bytes());
+        slot[4..FRAME_HEADER_LEN].copy_from_slice(&crc(&payload).to_be_bytes());
+        slot[FRAME_HEADER_LEN..].copy_from_slice(&payload);
+    }
+
+    /// The bytes of the batch: the label frame (once sealed), then the transactions.
+    pub fn bytes(&self) -> usize {
+        self.frames.len()
+    }
+
+    /// Drops the transactions (the disk fell too far behind); the buffer's room goes too.
+    pub fn drop_transactions(&mut self) {
+        *self = Journal::starting_at(self.prev_zxid);
+    }
+
+    /// The buffer, for a later journal.
+    pub fn into_buffer(self) -> Vec<u8> {
+        self.frames
+    }
+
     pub fn is_empty(&self) -> bool {
         self.count == 0
     }
@@ -143,23 +187,23 @@ pub struct Extent {
     pub allocated: u64,
 }
 
-/// Durably appends `journal` as one batch, labelled `label`, to the delta file continuing the
-/// full snapshot of `base_zxid`, which ends at `end` (`written` 0: the file is created).
-/// Returns where it ends now.
+/// Durably appends `journal`, sealed with its label ([`Journal::seal`]), as one batch to the
+/// delta file continuing the full snapshot of `base_zxid`, which ends at `end` (`written` 0:
+/// the file is created). Returns where it ends now.
 pub fn append(
     fs: &dyn FileSystem,
     layout: &Layout,
     (generation, base_zxid): (u32, i64),
     end: Extent,
     journal: &Journal,
-    label: u32,
 ) -> Result<Extent> {
     let path = path(layout, base_zxid);
-    let mut batch = Vec::with_capacity(16 + journal.frames.len());
-    let mut label_payload = vec![KIND_LABEL];
-    label_payload.extend_from_slice(&label.to_be_bytes());
-    write_frame(&mut batch, &label_payload);
-    batch.extend_from_slice(&journal.frames);
+    let batch = &journal.frames;
+    assert_eq!(
+        batch.get(FRAME_HEADER_LEN),
+        Some(&KIND_LABEL),
+        "a batch is written sealed, its label first"
+    );
     let created = end.written == 0;
     let mut file = if created {
         // A file left by a chain that never got past its creation is replaced.
@@ -184,7 +228,7 @@ pub fn append(
     } else {
         end.allocated
     };
-    file.write_at(at, &batch)
+    file.write_at(at, batch)
         .map_err(StorageError::io("write delta file", &path))?;
     file.sync_data()
         .map_err(StorageError::io("fsync delta file", &path))?;
@@ -354,6 +398,57 @@ mod tests {
         }
         assert_eq!(parse_name("delta-12.txns"), None);
         assert_eq!(parse_name("snap-0000000000000001.snap"), None);
+    }
+
+    fn txn(zxid: i64) -> Txn {
+        Txn {
+            header: proto::txn::TxnHeader {
+                client_id: 1,
+                cxid: 1,
+                zxid,
+                time: 0,
+                op_type: proto::OpCode::Delete.code(),
+            },
+            body: proto::txn::TxnBody::Delete(proto::txn::DeleteTxn {
+                path: format!("/n{zxid}"),
+            }),
+        }
+    }
+
+    /// What a sealed journal holds is a batch as replay reads it: the label frame, then each
+    /// transaction's frame; the next journal fills the same buffer.
+    #[test]
+    fn a_sealed_journal_is_a_label_frame_then_its_transactions_in_a_reused_buffer() {
+        let mut journal = Journal::starting_at(4);
+        journal.push(&txn(5));
+        journal.push(&txn(6));
+        journal.seal(7);
+        let mut at = 0;
+        let mut payloads = Vec::new();
+        while let Frame::Valid { payload, next } = read_frame(&journal.frames, at) {
+            payloads.push(payload.to_vec());
+            at = next;
+        }
+        assert_eq!(at, journal.bytes(), "every byte is in a frame");
+        assert_eq!(payloads[0], [KIND_LABEL, 0, 0, 0, 7]);
+        assert_eq!(payloads.len(), 3);
+        for (payload, zxid) in payloads[1..].iter().zip([5, 6]) {
+            let decoded = Txn::decode(&mut Reader::new(&payload[1..])).expect("a transaction");
+            assert_eq!((payload[0], decoded), (KIND_TXN, txn(zxid)));
+        }
+        let first = journal.frames.as_ptr();
+        let next = journal.next(6, journal.frames.clone());
+        assert_eq!(
+            (next.prev_zxid, next.count, next.bytes()),
+            (6, 0, LABEL_FRAME_LEN)
+        );
+        let buffer = journal.into_buffer();
+        let reused = Journal::starting_at(0).next(6, buffer);
+        assert_eq!(
+            reused.frames.as_ptr(),
+            first,
+            "the written batch's buffer is reused"
+        );
     }
 
     #[test]

@@ -18,7 +18,7 @@ use crate::fs::FileSystem;
 use crate::group_commit::{GroupCommit, GroupCommitOptions, WalStats};
 use crate::layout::Layout;
 use crate::recovery::{self, Recovered};
-use crate::snapshot_job::{Chain, SnapshotJob, Work};
+use crate::snapshot_job::{lock_spare, Chain, SnapshotJob, Work};
 use crate::stepped_log::SteppedLog;
 use crate::wal::encode_txn;
 use crate::wal_writer::WalWriter;
@@ -183,6 +183,8 @@ pub struct Persistence {
     /// next delta ([`crate::delta`]); `journal_broken` when some were dropped.
     journal: Journal,
     journal_broken: bool,
+    /// Diskless: the buffer of the last delta batch written, for the next journal.
+    spare_frames: Arc<std::sync::Mutex<Vec<u8>>>,
     /// Diskless: what the disk holds as a full snapshot plus deltas (None: the next busy
     /// snapshot must be a full one).
     chain: Arc<std::sync::Mutex<Option<Chain>>>,
@@ -278,6 +280,7 @@ impl Persistence {
             worker: None,
             journal: Journal::starting_at(recovered.tree.last_processed_zxid()),
             journal_broken: false,
+            spare_frames: Arc::default(),
             chain: Arc::new(std::sync::Mutex::new(None)),
             #[cfg(feature = "planted-bugs")]
             planted_bug: None,
@@ -417,13 +420,13 @@ impl Persistence {
         self.since_snapshot += 1;
         if self.wal.is_none() && !self.journal_broken {
             self.journal.push(txn);
-            if self.journal.frames.len() > JOURNAL_BYTES_MAX {
+            if self.journal.bytes() > JOURNAL_BYTES_MAX {
                 tracing::warn!(
-                    bytes = self.journal.frames.len(),
+                    bytes = self.journal.bytes(),
                     "diskless: the disk is far behind the writes; the next busy snapshot writes the whole tree"
                 );
                 self.journal_broken = true;
-                self.journal.frames = Vec::new();
+                self.journal.drop_transactions();
             }
         }
         // Diskless: busy snapshots (thesis Alg. 4.1), so their frequency falls as the tree grows.
@@ -474,8 +477,12 @@ impl Persistence {
         self.next_snapshot_at = self.draw_snapshot_interval();
         let zxid = tree.last_processed_zxid();
         self.running_zxid = zxid;
+        let stamp = self.stamp();
         let work = match self.take_delta(tree) {
-            Some(journal) => Work::Delta(journal),
+            Some(mut journal) => {
+                journal.seal(stamp.label);
+                Work::Delta(journal)
+            }
             None => {
                 // The full snapshot holds everything applied so far.
                 self.journal = Journal::starting_at(zxid);
@@ -488,7 +495,8 @@ impl Persistence {
             layout: self.options.layout.clone(),
             work,
             chain: self.chain.clone(),
-            stamp: self.stamp(),
+            spare_frames: self.spare_frames.clone(),
+            stamp,
             cancel: self.cancel_snapshot.clone(),
             running: self.snapshot_running.clone(),
             stats: self.snapshot_stats.clone(),
@@ -562,10 +570,11 @@ impl Persistence {
         let continues = chain.generation == self.generation
             && chain.end_zxid == self.journal.prev_zxid
             && self.journal.last_zxid == zxid;
-        if !continues || too_stale(&chain, self.journal.frames.len() as u64, tree) {
+        if !continues || too_stale(&chain, self.journal.bytes() as u64, tree) {
             return None;
         }
-        let next = self.journal.next(zxid);
+        let spare = std::mem::take(&mut *lock_spare(&self.spare_frames));
+        let next = self.journal.next(zxid, spare);
         Some(std::mem::replace(&mut self.journal, next))
     }
 

@@ -44,6 +44,8 @@ pub struct SnapshotJob {
     pub work: Work,
     /// Diskless: raised as this job's work lands on disk.
     pub chain: Arc<std::sync::Mutex<Option<Chain>>>,
+    /// Diskless: where a delta's buffer goes once written, for a later journal.
+    pub spare_frames: Arc<std::sync::Mutex<Vec<u8>>>,
     pub stamp: snapshot_file::Stamp,
     /// Set to make the job give up at its next chunk.
     pub cancel: Arc<AtomicBool>,
@@ -76,6 +78,9 @@ impl SnapshotJob {
                 tracing::error!(error = %e, "purge of old snapshots failed");
             }
         }
+        if let Work::Delta(journal) = self.work {
+            *lock_spare(&self.spare_frames) = journal.into_buffer();
+        }
         self.running.store(false, Ordering::Release);
     }
 
@@ -96,7 +101,6 @@ impl SnapshotJob {
             (chain.generation, chain.base_zxid),
             chain.delta,
             journal,
-            self.stamp.label,
         );
         match appended {
             Ok(delta) => {
@@ -200,6 +204,13 @@ impl SnapshotJob {
 /// updated in one assignment, so it is whole.
 pub fn lock(chain: &std::sync::Mutex<Option<Chain>>) -> std::sync::MutexGuard<'_, Option<Chain>> {
     chain
+        .lock()
+        .unwrap_or_else(std::sync::PoisonError::into_inner)
+}
+
+/// The spare buffer holds no state that a panic could leave half made.
+pub fn lock_spare(spare: &std::sync::Mutex<Vec<u8>>) -> std::sync::MutexGuard<'_, Vec<u8>> {
+    spare
         .lock()
         .unwrap_or_else(std::sync::PoisonError::into_inner)
 }
