@@ -34,9 +34,14 @@ const PREFIX: &str = "delta-";
 const SUFFIX: &str = ".txns";
 const KIND_TXN: u8 = 0;
 const KIND_LABEL: u8 = 1;
-/// Bytes a delta file is grown by when a batch does not fit: a few seconds of writes at full
-/// speed, a few hundred syscalls fewer per second than growing it per batch.
-pub const PREALLOCATE_STEP: u64 = 4 << 20;
+/// The most a delta file is grown by when a batch does not fit (a few seconds of writes at
+/// full speed); less when `preAllocSize` is smaller (the simulator's disk holds it in memory).
+pub const PREALLOCATE_STEP_MAX: u64 = 4 << 20;
+
+/// How much a delta file grows at a time, given `preAllocSize` (the log's step).
+pub fn preallocate_step(segment_bytes: u64) -> u64 {
+    segment_bytes.clamp(4096, PREALLOCATE_STEP_MAX)
+}
 
 /// The delta file continuing the full snapshot of `base_zxid`.
 pub fn path(layout: &Layout, base_zxid: i64) -> PathBuf {
@@ -189,13 +194,14 @@ pub struct Extent {
 
 /// Durably appends `journal`, sealed with its label ([`Journal::seal`]), as one batch to the
 /// delta file continuing the full snapshot of `base_zxid`, which ends at `end` (`written` 0:
-/// the file is created). Returns where it ends now.
+/// the file is created), growing it `step` bytes at a time. Returns where it ends now.
 pub fn append(
     fs: &dyn FileSystem,
     layout: &Layout,
     (generation, base_zxid): (u32, i64),
     end: Extent,
     journal: &Journal,
+    step: u64,
 ) -> Result<Extent> {
     let path = path(layout, base_zxid);
     let batch = &journal.frames;
@@ -221,7 +227,7 @@ pub fn append(
     let at = HEADER_LEN as u64 + end.written;
     let needed = at + batch.len() as u64;
     let allocated = if created || needed > end.allocated {
-        let grown = needed.next_multiple_of(PREALLOCATE_STEP);
+        let grown = needed.next_multiple_of(step.max(1));
         file.preallocate(grown)
             .map_err(StorageError::io("preallocate delta file", &path))?;
         grown

@@ -496,6 +496,7 @@ impl Persistence {
             work,
             chain: self.chain.clone(),
             spare_frames: self.spare_frames.clone(),
+            delta_step: crate::delta::preallocate_step(self.options.segment_bytes),
             stamp,
             cancel: self.cancel_snapshot.clone(),
             running: self.snapshot_running.clone(),

@@ -44,6 +44,8 @@ pub struct SnapshotJob {
     pub work: Work,
     /// Diskless: raised as this job's work lands on disk.
     pub chain: Arc<std::sync::Mutex<Option<Chain>>>,
+    /// Diskless: how much the delta file grows at a time ([`crate::delta::preallocate_step`]).
+    pub delta_step: u64,
     /// Diskless: where a delta's buffer goes once written, for a later journal.
     pub spare_frames: Arc<std::sync::Mutex<Vec<u8>>>,
     pub stamp: snapshot_file::Stamp,
@@ -101,6 +103,7 @@ impl SnapshotJob {
             (chain.generation, chain.base_zxid),
             chain.delta,
             journal,
+            self.delta_step,
         );
         match appended {
             Ok(delta) => {

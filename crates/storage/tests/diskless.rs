@@ -158,7 +158,18 @@ fn busy_snapshots_are_deltas_that_recovery_replays_until_compacted() {
 #[test]
 fn delta_batches_land_in_a_preallocated_file_whose_zeros_end_the_records() {
     let fs = FaultyFs::new();
-    let (mut p, recovered, _) = open(&fs);
+    let step = 1 << 20;
+    let options = PersistenceOptions {
+        segment_bytes: step,
+        ..diskless_options()
+    };
+    let (mut p, recovered) = Persistence::open(
+        Arc::new(fs.clone()),
+        options,
+        Box::new(|_| {}),
+        Box::new(|_| {}),
+    )
+    .expect("open");
     let mut tree = recovered.tree;
     let txns = workload(300, 29);
     let delta_len = |fs: &FaultyFs| {
@@ -168,11 +179,8 @@ fn delta_batches_land_in_a_preallocated_file_whose_zeros_end_the_records() {
     };
     write_in_chunks(&fs, &mut p, &mut tree, &txns[..100], 20);
     let first = delta_len(&fs).expect("a delta file");
-    assert_eq!(
-        first,
-        storage::delta::PREALLOCATE_STEP,
-        "one step preallocated"
-    );
+    assert_eq!(first, step, "one step of preAllocSize preallocated");
+    assert_eq!(storage::delta::preallocate_step(step), step);
     write_in_chunks(&fs, &mut p, &mut tree, &txns[100..], 20);
     assert_eq!(delta_len(&fs), Some(first), "later batches fit in the step");
     p.close();
