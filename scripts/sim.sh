@@ -68,6 +68,7 @@ guarded_elsewhere() {
 durable_not_applicable() {
     case "$1" in
         keep-checkpoint-after-ack) echo "durable mode writes no failure checkpoint" ;;
+        label-opens-batch) echo "durable mode writes no delta files" ;;
         *) return 1 ;;
     esac
 }
@@ -89,7 +90,7 @@ if [[ "${1:-}" == "--all-bugs" ]]; then
         # Zab's bugs, then the host's (replica and storage).
         bugs="$bugs drop-when-backlog-full reply-before-event learner-expires-sessions forget-refused-expiry hold-forever resend-logged keep-work-of-lost-members"
         bugs="$bugs durable-before-fsync keep-checkpoint-after-ack stale-durable-after-truncate"
-        bugs="$bugs keep-superseded-snapshots"
+        bugs="$bugs keep-superseded-snapshots label-opens-batch"
         # Membership changes: only the cluster simulator's clients reconfigure.
         bugs="$bugs commit-with-old-quorum"
     fi

@@ -124,8 +124,14 @@ impl FaultyFs {
                     .zip(&inode.durable)
                     .position(|(a, b)| a != b)
                     .unwrap_or(inode.current.len().min(inode.durable.len()));
+                // The cut falls among the bytes that changed: past them a preallocated file
+                // holds zeros either way, so a cut there would leave every write whole.
+                let changed_end = (first_diff..inode.current.len())
+                    .rev()
+                    .find(|&i| inode.current[i] != inode.durable.get(i).copied().unwrap_or(0))
+                    .map_or(first_diff, |i| i + 1);
                 seed = xorshift(seed);
-                let span = inode.current.len().saturating_sub(first_diff) as u64;
+                let span = (changed_end - first_diff) as u64;
                 let cut = first_diff + (seed % (span + 1)) as usize;
                 if bytes.len() < cut {
                     bytes.resize(cut, 0);

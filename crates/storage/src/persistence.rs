@@ -463,6 +463,15 @@ impl Persistence {
         self.clock.now_ms() >= self.rest_until_ms.load(Ordering::Acquire)
     }
 
+    fn seal(&self, journal: &mut Journal, label: u32) {
+        #[cfg(feature = "planted-bugs")]
+        if self.planted_bug == Some(crate::planted::StorageBug::LabelOpensBatch) {
+            journal.seal_opening(label);
+            return;
+        }
+        journal.seal(label);
+    }
+
     /// Starts a consistent snapshot of `tree` as it is now, on its own thread (stepped: when
     /// the host runs it). Returns false if one is already running.
     pub fn snapshot(&mut self, tree: &DataTree) -> bool {
@@ -480,7 +489,7 @@ impl Persistence {
         let stamp = self.stamp();
         let work = match self.take_delta(tree) {
             Some(mut journal) => {
-                journal.seal(stamp.label);
+                self.seal(&mut journal, stamp.label);
                 Work::Delta(journal)
             }
             None => {
@@ -649,6 +658,11 @@ impl Persistence {
     /// Stepped: the time is now `now_ms` (ms since the host started; never goes back).
     pub fn set_clock(&self, now_ms: u64) {
         self.clock.set(now_ms);
+    }
+
+    /// Diskless: the epoch label snapshots started now carry.
+    pub fn epoch_label(&self) -> u32 {
+        self.epoch_label
     }
 
     pub fn snapshot_running(&self) -> bool {

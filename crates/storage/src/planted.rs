@@ -18,15 +18,19 @@ pub enum StorageBug {
     /// A leader's snapshot replaces the log at once, before the stream after it is durable:
     /// a crash in between loses transactions this server had acknowledged.
     DropLogAtSnap,
+    /// Diskless: a delta batch opens with its epoch label instead of closing with it, so a
+    /// crash that tears the batch leaves a label claiming transactions the state lacks.
+    LabelOpensBatch,
 }
 
 impl StorageBug {
-    pub const ALL: [StorageBug; 5] = [
+    pub const ALL: [StorageBug; 6] = [
         StorageBug::DurableBeforeFsync,
         StorageBug::KeepCheckpointAfterAck,
         StorageBug::StaleDurableAfterTruncate,
         StorageBug::KeepSupersededSnapshots,
         StorageBug::DropLogAtSnap,
+        StorageBug::LabelOpensBatch,
     ];
 
     pub fn name(self) -> &'static str {
@@ -36,6 +40,7 @@ impl StorageBug {
             StorageBug::StaleDurableAfterTruncate => "stale-durable-after-truncate",
             StorageBug::KeepSupersededSnapshots => "keep-superseded-snapshots",
             StorageBug::DropLogAtSnap => "drop-log-at-snap",
+            StorageBug::LabelOpensBatch => "label-opens-batch",
         }
     }
 

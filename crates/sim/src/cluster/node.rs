@@ -58,6 +58,11 @@ pub struct Node {
     pub snapshot_in_flight: bool,
     /// The zxid the replica applied last (for the Zab checker's parent links).
     pub applied: Zxid,
+    /// Diskless: the epoch label recovery read at the last boot (the epoch whose initial
+    /// history the recovered state claims to hold).
+    pub label: u32,
+    /// Diskless: the epoch label of the snapshot started last.
+    pub snapshot_label: u32,
     /// What the disk durably holds: the log's synced end, or the newest snapshot. Kept
     /// while the node is down.
     pub durable: Zxid,
@@ -85,6 +90,8 @@ impl Node {
             fsync_in_flight: false,
             snapshot_in_flight: false,
             applied: Zxid::ZERO,
+            label: 0,
+            snapshot_label: 0,
             durable: Zxid::ZERO,
             wiped: false,
             crash_count: 0,
@@ -145,6 +152,7 @@ impl Node {
         let boot = replica::boot::zab_boot(&store, &recovered, config.diskless, incarnation)
             .map_err(|e| format!("server {} cannot boot: {e}", self.sid))?;
         self.applied = Zxid::from_i64(recovered.tree.last_processed_zxid());
+        self.label = recovered.epoch_label;
         self.disk = None;
         let settings = Settings {
             tick_time_ms: config.tick_time_ms,
@@ -197,6 +205,21 @@ impl Node {
         replica.join_ensemble(now, ensemble);
         self.replica = Some(replica);
         Ok(())
+    }
+
+    /// Power fails while the snapshot thread is at work: the snapshot job runs until its
+    /// `ops`-th write to the disk, which fails with all after it (the caller then crashes
+    /// the node, and the tear decides how much of what was written unsynced survives).
+    pub fn fail_mid_snapshot(&mut self, ops: u64) {
+        let Some(replica) = self.replica.as_mut() else {
+            return;
+        };
+        // The job runs when its SnapshotDone event comes; before that it has written nothing.
+        if !self.snapshot_in_flight {
+            return;
+        }
+        self.fs.crash_after(self.fs.ops() + ops);
+        replica.store.run_snapshot(0);
     }
 
     /// The process dies: the replica and whatever was not on disk are gone. `tear` decides

@@ -188,6 +188,13 @@ pub enum Event {
         node: Sid,
         incarnation: u64,
     },
+    /// Diskless: the power fails while the snapshot thread writes the first busy snapshot
+    /// that carries a new epoch label: a tear must not leave the label claiming more of the
+    /// epoch's initial history than the state recovered holds.
+    CrashInLabelChange {
+        node: Sid,
+        incarnation: u64,
+    },
 }
 
 struct Scheduled {
@@ -230,6 +237,10 @@ pub struct ClusterWorld {
     seq: u64,
     queue: BinaryHeap<Scheduled>,
     pub rng: SimRng,
+    /// Draws for the faults inside a crash (how far a running snapshot got), apart from
+    /// `rng` so that adding them left every other draw of a seed where it was: seeds that
+    /// found bugs still replay them.
+    crash_rng: SimRng,
     pub net: Network,
     pub nodes: Vec<Node>,
     pub clients: Vec<Client>,
@@ -266,6 +277,7 @@ pub struct ClusterWorld {
 impl ClusterWorld {
     pub fn new(opts: ClusterOptions) -> ClusterWorld {
         let rng = SimRng::new(opts.seed);
+        let crash_rng = SimRng::new(opts.seed ^ 0xc4a5_4ed5_a9e7);
         let net = Network::new(opts.net_delay_min_ms, opts.net_delay_max_ms);
         let nodes = (1..=opts.servers as Sid).map(Node::new).collect();
         let clients = (0..opts.clients).map(Client::new).collect();
@@ -278,6 +290,7 @@ impl ClusterWorld {
             seq: 0,
             queue: BinaryHeap::new(),
             rng,
+            crash_rng,
             net,
             nodes,
             clients,
@@ -498,6 +511,14 @@ impl ClusterWorld {
                     self.schedule(at, Event::Restart { node });
                 }
             }
+            Event::CrashInLabelChange { node, incarnation } => {
+                if self.nemesis_on && self.node(node).incarnation == incarnation {
+                    // Its writes done, its fsync not: the tear cuts into the batch.
+                    self.crash_with(node, 1.0, (1, 3));
+                    let at = self.now + self.rng.range(20, 1_500);
+                    self.schedule(at, Event::Restart { node });
+                }
+            }
         }
     }
 
@@ -554,6 +575,12 @@ impl ClusterWorld {
         let incarnation = node.incarnation;
         let fsync = replica.store.log_queued() && !node.fsync_in_flight;
         let snapshot = replica.store.snapshot_running() && !node.snapshot_in_flight;
+        let label = replica.store.epoch_label();
+        // A batch that brings the label to a new epoch, or carries it over transactions of an
+        // earlier one (the epoch's initial history, applied as a learner syncs).
+        let new_label = snapshot
+            && (std::mem::replace(&mut node.snapshot_label, label) != label
+                || node.applied.epoch() < label);
         if fsync {
             node.fsync_in_flight = true;
             let at = self.now
@@ -587,6 +614,17 @@ impl ClusterWorld {
             let took_ms = self
                 .rng
                 .range(self.opts.snapshot_min_ms, self.opts.snapshot_max_ms);
+            if self.opts.diskless && new_label && self.nemesis_on && self.crash_rng.chance(0.2) {
+                // Before SnapshotDone (scheduled next, so an equal time comes after).
+                let at = self.now + self.crash_rng.range(0, took_ms);
+                self.schedule(
+                    at,
+                    Event::CrashInLabelChange {
+                        node: sid,
+                        incarnation,
+                    },
+                );
+            }
             self.schedule(
                 self.now + took_ms,
                 Event::SnapshotDone {
@@ -1298,6 +1336,7 @@ impl ClusterWorld {
             return;
         }
         let applied = self.node(sid).applied;
+        self.check_label(sid, applied);
         self.checker.start_window(sid, applied);
         let prefix = self
             .checker
@@ -1325,15 +1364,48 @@ impl ClusterWorld {
         );
     }
 
+    /// Diskless (DESIGN.md §5): an amnesiac server votes with the epoch label its disk
+    /// recovered, which claims the state holds that epoch's whole initial history: every
+    /// committed transaction of an earlier epoch. A label above what the state holds could
+    /// elect a leader that lacks committed writes.
+    fn check_label(&mut self, sid: Sid, applied: Zxid) {
+        let label = self.node(sid).label;
+        if !self.opts.diskless || label == 0 {
+            return;
+        }
+        let initial_history_end = self
+            .checker
+            .committed
+            .range(..Zxid::new(label, 0))
+            .next_back()
+            .map(|(z, _)| *z);
+        if let Some(end) = initial_history_end.filter(|&end| end > applied) {
+            self.fail(format!(
+                "server {sid} recovered epoch label {label} with its state at {applied}, which lacks {end} of that epoch's initial history"
+            ));
+        }
+    }
+
     pub fn restart(&mut self, sid: Sid) {
         self.boot(sid);
     }
 
     pub fn crash(&mut self, sid: Sid) {
+        self.crash_with(sid, 0.5, (0, 8));
+    }
+
+    /// A crash that comes while the snapshot thread writes (if it is at work) with
+    /// probability `mid_snapshot`, after a number of its writes drawn from `ops`.
+    fn crash_with(&mut self, sid: Sid, mid_snapshot: f64, ops: (u64, u64)) {
         if !self.node(sid).is_up() {
             return;
         }
         self.crashes += 1;
+        if self.crash_rng.chance(mid_snapshot) {
+            // The power fails while the snapshot thread writes (if it is at work).
+            let ops = self.crash_rng.range(ops.0, ops.1);
+            self.node_mut(sid).fail_mid_snapshot(ops);
+        }
         self.node_mut(sid).note_durable();
         let crashes = self.crashes as u64;
         self.node_mut(sid).last_crash_at = crashes;
