@@ -425,15 +425,19 @@ mod tests {
         assert_eq!(parse_name("snap-0000000000000001.snap"), None);
     }
 
+    fn header(zxid: i64, op: proto::OpCode) -> proto::txn::TxnHeader {
+        proto::txn::TxnHeader {
+            client_id: 1,
+            cxid: 1,
+            zxid,
+            time: 0,
+            op_type: op.code(),
+        }
+    }
+
     fn txn(zxid: i64) -> Txn {
         Txn {
-            header: proto::txn::TxnHeader {
-                client_id: 1,
-                cxid: 1,
-                zxid,
-                time: 0,
-                op_type: proto::OpCode::Delete.code(),
-            },
+            header: header(zxid, proto::OpCode::Delete),
             body: proto::txn::TxnBody::Delete(proto::txn::DeleteTxn {
                 path: format!("/n{zxid}"),
             }),
@@ -519,13 +523,7 @@ mod tests {
 
     fn create(zxid: i64) -> Txn {
         Txn {
-            header: proto::txn::TxnHeader {
-                client_id: 1,
-                cxid: 1,
-                zxid,
-                time: 0,
-                op_type: proto::OpCode::Create.code(),
-            },
+            header: header(zxid, proto::OpCode::Create),
             body: proto::txn::TxnBody::Create(proto::txn::CreateTxn {
                 path: format!("/n{zxid}"),
                 data: vec![7; 20].into(),
