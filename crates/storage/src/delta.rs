@@ -18,9 +18,10 @@
 //! point (one closes every batch). Each batch is appended and fsynced; a crash may tear the
 //! last one, whose whole records still apply but whose label is then not reached: the label
 //! claims the state holds its epoch's initial history, which a torn batch may lack (files of
-//! earlier builds open each batch with its label; they replay as they always did). The file is preallocated a step at a time and
-//! its zeros end the records (as in a log segment): a batch then leaves the file's size alone,
-//! so its fsync writes no inode (about a fifth of a batch's CPU here, measured).
+//! earlier builds open each batch with its label; they replay as they always did). The file
+//! is preallocated a step at a time and its zeros end the records (as in a log segment): a
+//! batch then leaves the file's size alone, so its fsync writes no inode (about a fifth of a
+//! batch's CPU here, measured).
 
 use crate::error::{Result, StorageError};
 use crate::fs::FileSystem;
