@@ -474,13 +474,16 @@ fn snapshot_names(fs: &FaultyFs) -> Vec<String> {
 #[test]
 fn a_crash_while_deltas_are_written_recovers_a_prefix() {
     let txns = workload(200, 23);
-    let mut longest = 0;
-    for k in (0..120).step_by(7) {
+    // Writes the workload, crashing after `crash_after` file operations (if it gets that
+    // far); returns the disk, the zxid it held last and the operations made.
+    let run = |crash_after: Option<u64>| {
         let fs = FaultyFs::new();
         let (mut p, recovered, _) = open(&fs);
         let mut tree = recovered.tree;
         let start = fs.ops();
-        fs.crash_after(start + k);
+        if let Some(k) = crash_after {
+            fs.crash_after(start + k);
+        }
         let mut on_disk = 0;
         for chunk in txns.chunks(25) {
             for txn in chunk {
@@ -493,6 +496,15 @@ fn a_crash_while_deltas_are_written_recovers_a_prefix() {
             on_disk = on_disk.max(p.newest_snapshot_zxid());
         }
         drop(p);
+        let ops = fs.ops() - start;
+        (fs, on_disk, ops)
+    };
+    // How many batches the workload makes depends on the snapshot thread's timing (a batch
+    // rests a few ms): the crash points spread over the operations of a run without one.
+    let (_, _, ops) = run(None);
+    let mut longest = 0;
+    for k in (0..ops).step_by((ops as usize / 17).max(1)) {
+        let (fs, on_disk, _) = run(Some(k));
         for tear in [
             storage::faulty_fs::Tear::None,
             storage::faulty_fs::Tear::Prefix(k + 3),
