@@ -544,12 +544,21 @@ impl Zab {
 
     fn leader_commit_to(&mut self, zxid: Zxid) {
         let before = self.history.delivered();
-        let newly: Vec<SharedEntry> = self
-            .history
-            .entries_after(before)
-            .take_while(|e| e.zxid <= zxid)
-            .cloned()
-            .collect();
+        // Only observers are sent the entries themselves (INFORM); collected only for them.
+        let informs = self
+            .leading()
+            .learners
+            .values()
+            .any(|h| h.info.observer && h.phase >= HandlerPhase::NewLeaderSent);
+        let newly: Vec<SharedEntry> = if informs {
+            self.history
+                .entries_after(before)
+                .take_while(|e| e.zxid <= zxid)
+                .cloned()
+                .collect()
+        } else {
+            Vec::new()
+        };
         self.deliver_to(zxid);
         assert_eq!(
             self.history.delivered(),
