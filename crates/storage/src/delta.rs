@@ -24,7 +24,7 @@
 //! batch's CPU here, measured).
 
 use crate::error::{Result, StorageError};
-use crate::fs::FileSystem;
+use crate::fs::{FileSystem, WritableFile};
 use crate::layout::Layout;
 use crate::record::{crc, read_frame, Frame, FRAME_HEADER_LEN};
 use proto::jute::{Reader, Record};
@@ -213,9 +213,20 @@ pub struct Extent {
     pub allocated: u64,
 }
 
+/// The delta file the last batch went to, kept open for the next one: naming, opening and
+/// closing it for every batch took a fifth of a diskless leader's snapshot thread at 30,000
+/// writes a second (profiled).
+pub struct OpenDelta {
+    of: (u32, i64),
+    path: PathBuf,
+    file: Box<dyn WritableFile>,
+}
+
 /// Durably appends `journal`, sealed with its label ([`Journal::seal`]), as one batch to the
 /// delta file continuing the full snapshot of `base_zxid`, which ends at `end` (`written` 0:
 /// the file is created), growing it `step` bytes at a time. Returns where it ends now.
+/// `open` is the file the last batch went to: used when it is this one, and replaced by it
+/// once the batch is durable (after a failure it is left empty).
 pub fn append(
     fs: &dyn FileSystem,
     layout: &Layout,
@@ -223,15 +234,24 @@ pub fn append(
     end: Extent,
     journal: &Journal,
     step: u64,
+    open: &mut Option<OpenDelta>,
 ) -> Result<Extent> {
-    let path = path(layout, base_zxid);
     let batch = &journal.frames;
     assert!(
         journal.sealed,
         "a batch is written sealed, closed by its label"
     );
     let created = end.written == 0;
-    let mut file = if created {
+    let kept = open
+        .take()
+        .filter(|o| !created && o.of == (generation, base_zxid));
+    let path = match &kept {
+        Some(kept) => kept.path.clone(),
+        None => path(layout, base_zxid),
+    };
+    let mut file = if let Some(kept) = kept {
+        kept.file
+    } else if created {
         // A file left by a chain that never got past its creation is replaced.
         let _ = fs.remove(&path);
         let mut file = fs
@@ -264,6 +284,11 @@ pub fn append(
             &layout.snap_dir,
         ))?;
     }
+    *open = Some(OpenDelta {
+        of: (generation, base_zxid),
+        path,
+        file,
+    });
     Ok(Extent {
         written: end.written + batch.len() as u64,
         allocated,
@@ -478,6 +503,65 @@ mod tests {
         );
     }
 
+    /// Batches written through the file kept open from the last one land as they would through
+    /// a file opened for each; a chain that starts over (a new full snapshot of the same
+    /// zxid) replaces the file instead of writing to the one still open.
+    #[test]
+    fn a_kept_delta_file_writes_what_a_reopened_one_would() {
+        let layout = Layout::new(std::path::Path::new("/d"), std::path::Path::new("/d"));
+        let batches: Vec<Journal> = (0..3)
+            .map(|b| {
+                let mut journal = Journal::starting_at(b * 2);
+                journal.push(&create(b * 2 + 1));
+                journal.push(&create(b * 2 + 2));
+                journal.seal(1);
+                journal
+            })
+            .collect();
+        let write_all = |keep: bool| {
+            let fs = crate::faulty_fs::FaultyFs::new();
+            fs.create_dir_all(&layout.snap_dir).expect("dir");
+            let (mut end, mut open) = (Extent::default(), None);
+            for journal in &batches {
+                if !keep {
+                    open = None;
+                }
+                end = append(&fs, &layout, (1, 0), end, journal, 64, &mut open).expect("batch");
+                assert!(open.is_some(), "the file is kept after a batch");
+            }
+            (fs, open)
+        };
+        let (kept, mut open) = write_all(true);
+        let (reopened, _) = write_all(false);
+        let file = path(&layout, 0);
+        assert_eq!(kept.contents(&file), reopened.contents(&file));
+        let mut tree = tree::DataTree::new();
+        assert_eq!(
+            replay(&kept, &layout, (1, 0), &mut tree)
+                .expect("replay")
+                .txns,
+            6
+        );
+        // Starting over: the new file holds the new batch only.
+        append(
+            &kept,
+            &layout,
+            (1, 0),
+            Extent::default(),
+            &batches[0],
+            64,
+            &mut open,
+        )
+        .expect("batch");
+        let mut tree = tree::DataTree::new();
+        assert_eq!(
+            replay(&kept, &layout, (1, 0), &mut tree)
+                .expect("replay")
+                .txns,
+            2
+        );
+    }
+
     /// A crash may tear a batch anywhere. Wherever it does, replay reaches the batch's label
     /// only with every transaction of the batch applied: the label claims the state holds its
     /// epoch's initial history, which a torn batch may lack (the simulator found it).
@@ -491,14 +575,24 @@ mod tests {
             first.push(&create(zxid));
         }
         first.seal(1);
-        let end = append(&fs, &layout, (1, 0), Extent::default(), &first, 4096).expect("batch");
+        let mut open = None;
+        let end = append(
+            &fs,
+            &layout,
+            (1, 0),
+            Extent::default(),
+            &first,
+            4096,
+            &mut open,
+        )
+        .expect("batch");
         // The initial history of epoch 2 (transactions of epoch 1), then epoch 2's first.
         let mut second = first.next(2, Vec::new());
         for zxid in [3, 4, 2 << 32 | 1] {
             second.push(&create(zxid));
         }
         second.seal(2);
-        append(&fs, &layout, (1, 0), end, &second, 4096).expect("batch");
+        append(&fs, &layout, (1, 0), end, &second, 4096, &mut open).expect("batch");
         let file = path(&layout, 0);
         let whole = fs.contents(&file).expect("delta file");
         let batch_end = HEADER_LEN + second.bytes() + first.bytes();

@@ -185,6 +185,7 @@ pub struct Persistence {
     journal_broken: bool,
     /// Diskless: the buffer of the last delta batch written, for the next journal.
     spare_frames: Arc<std::sync::Mutex<Vec<u8>>>,
+    delta_file: Arc<std::sync::Mutex<Option<crate::delta::OpenDelta>>>,
     /// Diskless: what the disk holds as a full snapshot plus deltas (None: the next busy
     /// snapshot must be a full one).
     chain: Arc<std::sync::Mutex<Option<Chain>>>,
@@ -281,6 +282,7 @@ impl Persistence {
             journal: Journal::starting_at(recovered.tree.last_processed_zxid()),
             journal_broken: false,
             spare_frames: Arc::default(),
+            delta_file: Arc::default(),
             chain: Arc::new(std::sync::Mutex::new(None)),
             #[cfg(feature = "planted-bugs")]
             planted_bug: None,
@@ -505,6 +507,7 @@ impl Persistence {
             work,
             chain: self.chain.clone(),
             spare_frames: self.spare_frames.clone(),
+            delta_file: self.delta_file.clone(),
             delta_step: crate::delta::preallocate_step(self.options.segment_bytes),
             stamp,
             cancel: self.cancel_snapshot.clone(),

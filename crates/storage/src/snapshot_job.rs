@@ -48,6 +48,8 @@ pub struct SnapshotJob {
     pub delta_step: u64,
     /// Diskless: where a delta's buffer goes once written, for a later journal.
     pub spare_frames: Arc<std::sync::Mutex<Vec<u8>>>,
+    /// Diskless: the delta file the last batch went to, still open.
+    pub delta_file: Arc<std::sync::Mutex<Option<crate::delta::OpenDelta>>>,
     pub stamp: snapshot_file::Stamp,
     /// Set to make the job give up at its next chunk.
     pub cancel: Arc<AtomicBool>,
@@ -104,6 +106,7 @@ impl SnapshotJob {
             chain.delta,
             journal,
             self.delta_step,
+            &mut lock_open_delta(&self.delta_file),
         );
         match appended {
             Ok(delta) => {
@@ -216,6 +219,17 @@ pub fn lock_spare(spare: &std::sync::Mutex<Vec<u8>>) -> std::sync::MutexGuard<'_
     spare
         .lock()
         .unwrap_or_else(std::sync::PoisonError::into_inner)
+}
+
+/// A delta file left open by a thread that panicked is dropped: the next batch opens it again.
+fn lock_open_delta(
+    open: &std::sync::Mutex<Option<crate::delta::OpenDelta>>,
+) -> std::sync::MutexGuard<'_, Option<crate::delta::OpenDelta>> {
+    open.lock().unwrap_or_else(|poisoned| {
+        let mut open = poisoned.into_inner();
+        *open = None;
+        open
+    })
 }
 
 /// Busy snapshots (diskless) run back to back: only the periodic ones are news at info level.
