@@ -107,7 +107,7 @@ async fn members_connect_exchange_in_order_and_reconnect_after_a_restart() {
         for i in 0..1000u32 {
             assert_eq!(
                 next(rxs.get_mut(&at).expect("rx")).await,
-                PeerEvent::Frame(from, (i + base).to_be_bytes().to_vec())
+                PeerEvent::Frame(from, (i + base).to_be_bytes().to_vec().into())
             );
         }
     }
@@ -146,7 +146,7 @@ async fn members_connect_exchange_in_order_and_reconnect_after_a_restart() {
     t2.flush();
     assert_eq!(
         next(rxs.get_mut(&1).expect("rx")).await,
-        PeerEvent::Frame(2, b"back".to_vec())
+        PeerEvent::Frame(2, b"back".to_vec().into())
     );
     // Closing on purpose is reported like a break, and the pair reconnects.
     ts.get_mut(&1).expect("1").disconnect(3);
@@ -225,7 +225,10 @@ async fn a_frame_still_being_made_keeps_its_place_and_an_abandoned_one_breaks_th
     t1.send(2, b"third".to_vec());
     t1.flush();
     // Nothing after the pending frame overtakes it while it is being made.
-    assert_eq!(next(&mut rx2).await, PeerEvent::Frame(1, b"first".to_vec()));
+    assert_eq!(
+        next(&mut rx2).await,
+        PeerEvent::Frame(1, b"first".to_vec().into())
+    );
     assert!(
         tokio::time::timeout(Duration::from_millis(200), rx2.recv())
             .await
@@ -235,9 +238,12 @@ async fn a_frame_still_being_made_keeps_its_place_and_an_abandoned_one_breaks_th
     made.send(b"second".to_vec()).expect("send");
     assert_eq!(
         next(&mut rx2).await,
-        PeerEvent::Frame(1, b"second".to_vec())
+        PeerEvent::Frame(1, b"second".to_vec().into())
     );
-    assert_eq!(next(&mut rx2).await, PeerEvent::Frame(1, b"third".to_vec()));
+    assert_eq!(
+        next(&mut rx2).await,
+        PeerEvent::Frame(1, b"third".to_vec().into())
+    );
     // A frame whose maker gives up must not be skipped silently: the connection goes.
     let (abandoned, later) = tokio::sync::oneshot::channel::<Vec<u8>>();
     t1.send_later(2, later);
@@ -263,7 +269,7 @@ async fn frames_of_later_turns_wait_behind_a_full_socket_and_arrive_in_order() {
         for i in 0..FRAMES {
             assert_eq!(
                 next(&mut rx2).await,
-                PeerEvent::Frame(1, frame(i)),
+                PeerEvent::Frame(1, frame(i).into()),
                 "frame {i}"
             );
         }

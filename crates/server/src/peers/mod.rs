@@ -12,14 +12,17 @@
 //!   ([`crate::shared_socket`]), otherwise they join the queue as one item.
 //!
 //! [`transport`] runs the connections, [`handshake`] is the first exchange on each,
-//! [`framing`] reads and writes length-prefixed frames, [`tls`] wraps them in mutual TLS when
+//! [`framing`] reads and writes length-prefixed frames ([`peer_frame`]: a small one needs no
+//! allocation), [`tls`] wraps them in mutual TLS when
 //! `sslQuorum=true`.
 
 pub mod framing;
 pub mod handshake;
+pub mod peer_frame;
 pub mod tls;
 pub mod transport;
 
+pub use peer_frame::PeerFrame;
 pub use tls::QuorumTls;
 pub use transport::{PeerEvent, PeerQueues, Transport, TransportConfig, PEER_QUEUE_FRAMES};
 

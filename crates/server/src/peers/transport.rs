@@ -1,8 +1,9 @@
 //! Running the peer connections. One task per peer owns that peer's connection life cycle,
 //! so everything it reports — up, frames, down — reaches the host in order.
 
-use super::framing::{read_frame, write_frame, FRAME_MAX};
+use super::framing::{read_peer_frame, write_frame, FRAME_MAX};
 use super::handshake;
+use super::peer_frame::PeerFrame;
 use super::tls::{PeerStream, QuorumTls};
 use super::Sid;
 use crate::shared_socket::DirectPath;
@@ -35,7 +36,7 @@ pub struct TransportConfig {
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum PeerEvent {
     Up(Sid),
-    Frame(Sid, Vec<u8>),
+    Frame(Sid, PeerFrame),
     /// The connection broke or was closed; nothing more comes from it.
     Down(Sid),
 }
@@ -537,7 +538,7 @@ async fn serve(
     };
     let reader = async {
         loop {
-            match read_frame(&mut read_half).await {
+            match read_peer_frame(&mut read_half).await {
                 Ok(frame) => {
                     if events.send(PeerEvent::Frame(sid, frame)).await.is_err() {
                         return;
