@@ -191,6 +191,11 @@ pub struct BenchArgs {
     /// target does the same work (default: 1000; 100 with --tiny).
     #[arg(long)]
     pub rate: Option<u32>,
+    /// cpu: runs each case this many times, the targets taking turns at going first, and
+    /// reports each figure's median over the rounds (on a shared 2-core machine one run's
+    /// CPU per create moves by ±10 %, and the target that runs second gains a few percent).
+    #[arg(long, default_value_t = 1)]
+    pub rounds: usize,
 }
 
 fn targets(spec: &str) -> anyhow::Result<Vec<Target>> {
@@ -247,6 +252,11 @@ pub async fn run(
         args.rate != Some(0),
         "--rate 0: at least one create per second"
     );
+    anyhow::ensure!(args.rounds >= 1, "--rounds 0: at least one round");
+    anyhow::ensure!(
+        args.rounds == 1 || args.scenario == Scenario::Cpu,
+        "--rounds: only the cpu scenario repeats its cases"
+    );
     let mut targets = targets(&args.target)?;
     let mut programs = programs;
     if let Some(baseline) = &args.baseline {
@@ -266,12 +276,14 @@ pub async fn run(
         !wants_baseline || programs.baseline.is_some(),
         "--target baseline needs --baseline PATH (a meerkat binary)"
     );
-    let progress = indicatif::ProgressBar::new(scenarios::steps(
-        args.scenario,
-        targets.len() + brokers(&args.brokers).map_or(0, |b| b.len()),
-        scale,
-        servers,
-    ));
+    let progress = indicatif::ProgressBar::new(
+        scenarios::steps(
+            args.scenario,
+            targets.len() + brokers(&args.brokers).map_or(0, |b| b.len()),
+            scale,
+            servers,
+        ) * args.rounds as u64,
+    );
     progress.set_style(
         indicatif::ProgressStyle::with_template("{elapsed_precise} [{bar:30}] {pos}/{len} {msg}")
             .unwrap_or_else(|_| indicatif::ProgressStyle::default_bar()),
@@ -290,6 +302,7 @@ pub async fn run(
         scale,
         servers,
         rate: args.rate,
+        rounds: args.rounds,
         progress,
     };
     let outcome = match args.scenario {

@@ -109,10 +109,22 @@ fn every_scenario_writes_a_complete_report() {
             "{scenario}: meerkat measured nothing"
         );
     }
-    for scenario in ["cpu", "queue", "barrier", "snapshot", "restart"] {
+    for scenario in ["queue", "barrier", "snapshot", "restart"] {
         let r = run(scenario, "meerkat");
         check_rows(&r, &["meerkat"]);
         check_plots(&r);
+    }
+    // cpu in two rounds: medians in the rows, every round's measurement in the details.
+    let r = bench_with("cpu", "meerkat", 1, &["--rounds", "2"]).report;
+    check_rows(&r, &["meerkat"]);
+    check_plots(&r);
+    let details = r["details"].as_object().expect("details");
+    for round in ["sync clients/meerkat", "sync clients/meerkat/round 2"] {
+        assert!(
+            details.keys().any(|k| k.ends_with(round)),
+            "{round} missing: {:?}",
+            details.keys().collect::<Vec<_>>()
+        );
     }
 }
 

@@ -92,6 +92,8 @@ pub struct Context {
     pub servers: usize,
     /// --rate: creates per second of cpu's fixed-rate case (None: the scale's default).
     pub rate: Option<u32>,
+    /// --rounds: how many times cpu runs each case (medians reported).
+    pub rounds: usize,
     pub progress: indicatif::ProgressBar,
 }
 

@@ -117,20 +117,33 @@ pub async fn cpu(ctx: &Context) -> anyhow::Result<Outcome> {
     ];
     let (mut rows, mut plots) = (Vec::new(), Vec::new());
     let mut details = serde_json::Map::new();
+    let targets = ctx.real_targets();
     for (case, rate, plot) in &cases {
-        let mut tally = CpuTally::new(case);
+        let mut rounds = Vec::new();
         let mut series = Vec::new();
-        for target in ctx.real_targets() {
-            ctx.step(format!("cpu {case} on {}", target.name()));
-            let measured = measure_cpu(ctx, target, clients, *rate).await?;
-            tally.add(target, &measured);
-            series.push(crate::plot::Series {
-                name: target.name().into(),
-                points: measured.samples.clone(),
-            });
-            details.insert(format!("{case}/{}", target.name()), measured.to_json()?);
+        for round in 0..ctx.rounds {
+            let mut tally = CpuTally::new(case);
+            // Each round another target goes first (see `--rounds`).
+            for i in 0..targets.len() {
+                let target = targets[(i + round) % targets.len()];
+                ctx.step(format!("cpu {case} on {}", target.name()));
+                let measured = measure_cpu(ctx, target, clients, *rate).await?;
+                tally.add(target, &measured);
+                let key = match round {
+                    0 => format!("{case}/{}", target.name()),
+                    r => format!("{case}/{}/round {}", target.name(), r + 1),
+                };
+                if round == 0 {
+                    series.push(crate::plot::Series {
+                        name: target.name().into(),
+                        points: measured.samples.clone(),
+                    });
+                }
+                details.insert(key, measured.to_json()?);
+            }
+            rounds.push(tally.rows(rate.is_some()));
         }
-        rows.extend(tally.rows(rate.is_some()));
+        rows.extend(medians(rounds));
         let title = match rate {
             None => format!(
                 "cpu: server CPU under {clients} synchronous clients, {}",
@@ -313,6 +326,28 @@ impl CpuTally {
     }
 }
 
+/// Each figure's median over rounds of the same rows (the upper middle of an even count).
+fn medians(rounds: Vec<Vec<Row>>) -> Vec<Row> {
+    let mut rounds = rounds.into_iter();
+    let Some(mut rows) = rounds.next() else {
+        return Vec::new();
+    };
+    let rest: Vec<Vec<Row>> = rounds.collect();
+    for (i, row) in rows.iter_mut().enumerate() {
+        for (target, value) in row.values.iter_mut() {
+            let mut all: Vec<f64> = std::iter::once(*value)
+                .chain(
+                    rest.iter()
+                        .filter_map(|r| r.get(i)?.values.get(target).copied()),
+                )
+                .collect();
+            all.sort_by(f64::total_cmp);
+            *value = all[all.len() / 2];
+        }
+    }
+    rows
+}
+
 /// Starts `target`, runs `clients` synchronous creating clients (at `rate` creates/s together,
 /// or as fast as they can), and measures every server process's CPU meanwhile.
 async fn measure_cpu(
@@ -416,4 +451,31 @@ async fn sample_cpu(pids: Vec<u32>, total: std::time::Duration) -> Vec<(f64, f64
         last = now;
     }
     points
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn rows(values: &[(&str, f64)]) -> Vec<Row> {
+        let mut r = row("case", "metric", false);
+        for (target, v) in values {
+            r.values.insert((*target).into(), *v);
+        }
+        vec![r]
+    }
+
+    #[test]
+    fn a_figure_over_rounds_is_its_median() {
+        let rounds = vec![
+            rows(&[("a", 10.0), ("b", 5.0)]),
+            rows(&[("a", 30.0), ("b", 7.0)]),
+            rows(&[("a", 20.0)]),
+        ];
+        let m = medians(rounds);
+        assert_eq!(m[0].values["a"], 20.0);
+        // b was measured twice: the upper middle of two.
+        assert_eq!(m[0].values["b"], 7.0);
+        assert!(medians(Vec::new()).is_empty());
+    }
 }
