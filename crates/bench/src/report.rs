@@ -43,6 +43,13 @@ impl Report {
                 "{} servers per target on loopback (null: one standalone server)",
                 self.servers
             );
+            if let Some(threads) = crate::target::threads_per_server(self.servers) {
+                let _ = writeln!(
+                    out,
+                    "each server sized for {threads} core(s): meerkat serverThreads={threads}, \
+                     ZooKeeper -XX:ActiveProcessorCount={threads}"
+                );
+            }
         }
         let columns = self.columns();
         let _ = write!(out, "{:<28} {:<22}", "case", "metric");

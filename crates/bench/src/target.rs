@@ -46,6 +46,17 @@ impl Target {
         }
     }
 
+    /// Whether this target is a meerkat binary (and reads meerkat's own keys).
+    pub fn is_meerkat(self) -> bool {
+        match self {
+            Target::Meerkat
+            | Target::MeerkatDiskless
+            | Target::Baseline
+            | Target::BaselineDiskless => true,
+            Target::ZooKeeper | Target::Null => false,
+        }
+    }
+
     /// zoo.cfg keys this target adds after the scenario's own (which every target shares).
     pub fn own_settings(self) -> &'static [(&'static str, &'static str)] {
         match self {
@@ -222,12 +233,13 @@ impl Launched {
     pub fn restart(&mut self, index: usize) -> anyhow::Result<()> {
         let target = self.target;
         let programs = self.programs.clone();
+        let threads = threads_per_server(self.processes.len());
         let p = self
             .processes
             .get_mut(index)
             .ok_or_else(|| anyhow::anyhow!("no server {index}"))?;
         p.kill();
-        p.child = Some(spawn(target, &programs, &p.config, &p.log)?);
+        p.child = Some(spawn(target, &programs, &p.config, &p.log, threads)?);
         Ok(())
     }
 
@@ -275,7 +287,11 @@ pub async fn launch(
         });
     }
     let topology = crate::ensemble::Topology::on_free_ports(servers)?;
-    let extra = settings_for(target, settings);
+    let threads = threads_per_server(servers);
+    let mut extra = settings_for(target, settings);
+    if let (Some(threads), true) = (threads, target.is_meerkat()) {
+        extra.push(("serverThreads".to_string(), threads.to_string()));
+    }
     let mut launched = Launched {
         target,
         addr: topology.members[0].client_addr(),
@@ -294,7 +310,7 @@ pub async fn launch(
         };
         let config = topology.write_member(member, &home, &home.join("data"), &extra)?;
         let log = home.join("server.log");
-        let child = spawn(target, programs, &config, &log)?;
+        let child = spawn(target, programs, &config, &log, threads)?;
         launched.processes.push(Process {
             config,
             log,
@@ -314,8 +330,28 @@ fn settings_for(target: Target, settings: &ServerSettings) -> Vec<(String, Strin
     settings.extra.iter().cloned().chain(own).collect()
 }
 
-/// Starts one server process on `config`, its stderr appended to `log`.
-fn spawn(target: Target, programs: &Programs, config: &Path, log: &Path) -> anyhow::Result<Child> {
+/// The threads each of `servers` servers sharing this machine is sized for: its share of the
+/// cores, at least one (`None` for a standalone server, which has the machine to itself).
+/// Sized for every core, co-located servers wake each other's idle threads on every request
+/// (docs/perf.md, "seventh pass"); each target gets the same rule, in its own terms.
+pub fn threads_per_server(servers: usize) -> Option<usize> {
+    if servers <= 1 {
+        return None;
+    }
+    let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
+    Some((cores / servers).max(1))
+}
+
+/// Starts one server process on `config`, its stderr appended to `log`, sized for `threads`
+/// cores if given (meerkat: `serverThreads` in its config; ZooKeeper: the JVM's
+/// `-XX:ActiveProcessorCount`, which its thread pools and garbage collector size by).
+fn spawn(
+    target: Target,
+    programs: &Programs,
+    config: &Path,
+    log: &Path,
+    threads: Option<usize>,
+) -> anyhow::Result<Child> {
     let log = std::fs::OpenOptions::new()
         .create(true)
         .append(true)
@@ -345,6 +381,13 @@ fn spawn(target: Target, programs: &Programs, config: &Path, log: &Path) -> anyh
                     "ZK_LOG_LEVEL",
                     std::env::var("ZK_LOG_LEVEL").unwrap_or_else(|_| "warn".into()),
                 );
+            if let Some(threads) = threads {
+                let flags = std::env::var("SERVER_JVMFLAGS").unwrap_or_default();
+                c.env(
+                    "SERVER_JVMFLAGS",
+                    format!("{flags} -XX:ActiveProcessorCount={threads}").trim_start(),
+                );
+            }
             c
         }
         Target::Null => anyhow::bail!("the null server runs in process"),
@@ -396,6 +439,25 @@ mod tests {
             keys(Target::MeerkatDiskless),
             vec!["forceSync=yes", "diskless=true"]
         );
+    }
+
+    #[test]
+    fn co_located_servers_share_the_cores() {
+        let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
+        assert_eq!(
+            threads_per_server(1),
+            None,
+            "a standalone server has every core"
+        );
+        for servers in 2..=7 {
+            let threads = threads_per_server(servers).expect("sized");
+            assert!(threads >= 1);
+            assert!(
+                threads * servers <= cores.max(servers),
+                "{servers} × {threads} > {cores}"
+            );
+        }
+        assert!(!Target::ZooKeeper.is_meerkat() && Target::BaselineDiskless.is_meerkat());
     }
 
     #[test]

@@ -135,11 +135,15 @@ fn up(
     let mut children = Vec::new();
     for member in &topology.members {
         let home = dir.join(format!("server-{}", member.id));
-        let extra = if diskless {
+        let mut extra = if diskless {
             vec![("diskless".to_string(), "true".to_string())]
         } else {
             Vec::new()
         };
+        // The members share this machine: each gets its share of the cores.
+        if let Some(threads) = bench::target::threads_per_server(servers) {
+            extra.push(("serverThreads".to_string(), threads.to_string()));
+        }
         let config = topology.write_member(member, &home, &home, &extra)?;
         let log = home.join("server.log");
         let child = spawn_detached(&program, &config, &log)?;

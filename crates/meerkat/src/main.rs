@@ -91,9 +91,20 @@ fn run_server(path: Option<PathBuf>, diskless: bool) -> anyhow::Result<()> {
     }
     std::fs::create_dir_all(&config.data_dir)
         .with_context(|| format!("cannot create data directory {}", config.data_dir.display()))?;
-    let runtime = tokio::runtime::Builder::new_multi_thread()
-        .enable_all()
-        .build()?;
+    let mut builder = tokio::runtime::Builder::new_multi_thread();
+    if let Some(threads) = config.server_threads {
+        builder.worker_threads(threads as usize);
+    }
+    let runtime = builder.enable_all().build()?;
+    tracing::info!(
+        threads = runtime.metrics().num_workers(),
+        from = if config.server_threads.is_some() {
+            "serverThreads"
+        } else {
+            "the CPUs"
+        },
+        "threads for connections, peers and the core"
+    );
     runtime.block_on(async {
         let hand_over_within = std::time::Duration::from_millis(
             server::limits::hand_over_within_ms(config.tick_time_ms),

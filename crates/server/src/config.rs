@@ -140,6 +140,10 @@ pub struct ServerConfig {
     /// requests before closing them (`failoverHoldMs`, meerkat's own key; `None`: one
     /// tickTime). See docs/ensemble.md.
     pub failover_hold_ms: Option<u64>,
+    /// Threads that run the client connections, the peer links and the request core
+    /// (`serverThreads`, meerkat's own key; `None`: one per CPU the process may use). Servers
+    /// sharing a machine do better with their share of its cores: fewer threads to wake.
+    pub server_threads: Option<u32>,
     /// `reconfigEnabled`: clients may reconfigure the ensemble.
     pub reconfig_enabled: bool,
     /// `standaloneEnabled`: a reconfiguration must leave two voters.
@@ -204,6 +208,7 @@ impl ServerConfig {
             number_to_retain: DEFAULT_NUMBER_TO_RETAIN,
             busy_snapshot_rest_percent: DEFAULT_BUSY_SNAPSHOT_REST_PERCENT,
             failover_hold_ms: None,
+            server_threads: None,
             reconfig_enabled: false,
             standalone_enabled: true,
             local_sessions_enabled: false,

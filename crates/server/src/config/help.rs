@@ -26,6 +26,8 @@ initLimit=TICKS                  (none)         time for a follower to connect a
 syncLimit=TICKS                  (none)         how far a follower may lag; required with 2+ participants
 failoverHoldMs=MS                tickTime       how long a member without a leader holds its clients' connections
                                                 and requests before closing them; 0 = close at once (ZooKeeper's way)
+serverThreads=N                  CPUs           threads running connections, peers and the request core; servers
+                                                sharing a machine: its cores divided among them (at least 1)
 localSessionsEnabled=true|false  false          ensemble: new sessions live on their server only, without a Zab round
 localSessionsUpgradingEnabled=true|false
                                  false          a local session creating an ephemeral becomes global first

@@ -39,6 +39,7 @@ pub(super) enum Setting {
     NumberToRetain,
     BusySnapshotRest,
     FailoverHold,
+    ServerThreads,
     ReconfigEnabled,
     StandaloneEnabled,
     LocalSessions,
@@ -116,6 +117,7 @@ pub(super) const SETTINGS: &[SettingKey] = &[
     key("busySnapshotRest", Setting::BusySnapshotRest, false),
     // meerkat's own: how long a member without a leader holds its clients (docs/ensemble.md).
     key("failoverHoldMs", Setting::FailoverHold, false),
+    key("serverThreads", Setting::ServerThreads, false),
     key("reconfigEnabled", Setting::ReconfigEnabled, false),
     key("standaloneEnabled", Setting::StandaloneEnabled, false),
     key("localSessionsEnabled", Setting::LocalSessions, false),

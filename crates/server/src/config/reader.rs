@@ -509,6 +509,7 @@ fn assign(config: &mut ServerConfig, setting: Setting, value: &str) -> Result<()
         S::FailoverHold => {
             config.failover_hold_ms = Some(u64::from(values::non_negative_int(value)?))
         }
+        S::ServerThreads => config.server_threads = Some(values::thread_count(value)?),
         S::ReconfigEnabled => config.reconfig_enabled = values::java_bool(value)?,
         S::StandaloneEnabled => config.standalone_enabled = values::java_bool(value)?,
         S::LocalSessions => config.local_sessions_enabled = values::java_bool(value)?,

@@ -153,6 +153,7 @@ PurgeTime=5000
 NumberToRetain=2
 busySnapshotRest=50
 failoverHoldMs=1500
+serverThreads=3
 server.1=zk1:2888:3888
 server.2=zk2:2888:3888
 server.3=zk3:2888:3888
@@ -197,6 +198,7 @@ fn every_key_is_read() {
     assert_eq!(config.number_to_retain, 2);
     assert_eq!(config.busy_snapshot_rest_percent, 50);
     assert_eq!(config.failover_hold_ms, Some(1500));
+    assert_eq!(config.server_threads, Some(3));
     assert_eq!(config.servers.len(), 3);
     assert!(config.warnings.is_empty(), "{:?}", config.warnings);
     assert_eq!(config.entries.len(), EVERY_KEY.lines().count());
@@ -411,6 +413,8 @@ fn invalid_values_are_errors_naming_key_and_line() {
         ("fsync.warningthresholdms=soon", "fsync.warningthresholdms"),
         ("server.1=zk1:2888", "server.1"),
         ("standaloneEnabled=maybe", "standaloneEnabled"),
+        ("serverThreads=0", "serverThreads"),
+        ("serverThreads=1025", "serverThreads"),
         ("secureClientPort=x", "secureClientPort"),
         ("electionAlg=1", "electionAlg"),
         ("peerType=leader", "peerType"),

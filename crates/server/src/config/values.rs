@@ -34,6 +34,15 @@ pub(super) fn positive_int(value: &str) -> Result<u32, String> {
     u32::try_from(parsed).map_err(|error| error.to_string())
 }
 
+/// How many threads a pool may have: 1 ..= [`THREADS_MAX`].
+pub(super) fn thread_count(value: &str) -> Result<u32, String> {
+    let parsed = integer_in(value, 1, THREADS_MAX, "an integer from 1 to 1024")?;
+    u32::try_from(parsed).map_err(|error| error.to_string())
+}
+
+/// More threads than this is a typo, not a machine.
+const THREADS_MAX: u64 = 1024;
+
 /// 0 ..= Java int max.
 pub(super) fn non_negative_int(value: &str) -> Result<u32, String> {
     let parsed = integer_in(value, 0, JAVA_INT_MAX, "a non-negative integer")?;

@@ -1,0 +1,77 @@
+//! `serverThreads` with a real process: the server runs its connections, peers and core on
+//! exactly that many runtime threads (as its runtime reports them in the start-up log), and
+//! serves on them, even on a single one.
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
+use anyhow::{bail, ensure, Context, Result};
+use client::{acl, Client, ClientConfig, CreateMode};
+use std::net::SocketAddr;
+use std::path::PathBuf;
+use std::process::Command;
+use std::time::{Duration, Instant};
+use testkit::four_letter;
+use testkit::process::Process;
+
+async fn wait_serving(address: SocketAddr, limit: Duration) -> Result<()> {
+    let start = Instant::now();
+    while start.elapsed() < limit {
+        let answer = four_letter::ask(address, "srvr").await.unwrap_or_default();
+        if answer.starts_with("Zookeeper version") {
+            return Ok(());
+        }
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    bail!("{address} did not answer srvr within {limit:?}")
+}
+
+/// Starts a standalone server with `serverThreads=threads`, checks its thread count and that a
+/// client can write and read through it.
+async fn serves_on(threads: usize) -> Result<()> {
+    let dir = tempfile::tempdir()?;
+    let port = ports::free_port()?;
+    let address: SocketAddr = format!("127.0.0.1:{port}").parse()?;
+    let config = dir.path().join("zoo.cfg");
+    std::fs::write(
+        &config,
+        format!(
+            "dataDir={}\nclientPort={port}\nclientPortAddress=127.0.0.1\nserverThreads={threads}\n",
+            dir.path().join("data").display()
+        ),
+    )?;
+    let mut command = Command::new(PathBuf::from(env!("CARGO_BIN_EXE_meerkat")));
+    command.arg("server").arg(&config);
+    let server = Process::spawn(&format!("server-{threads}"), command)?;
+    wait_serving(address, Duration::from_secs(30))
+        .await
+        .with_context(|| server.quote())?;
+    // Logged before the server listens, so it is there once the server answers.
+    let line = server
+        .lines()
+        .into_iter()
+        .find(|l| l.contains("threads for connections, peers and the core"))
+        .with_context(|| server.quote())?;
+    ensure!(
+        line.contains(&format!("threads={threads} ")) && line.contains("from=\"serverThreads\""),
+        "serverThreads={threads}: {line}"
+    );
+    let client = Client::connect(&address.to_string(), ClientConfig::default()).await?;
+    let path = format!("/on-{threads}-threads");
+    client
+        .create(
+            &path,
+            b"served",
+            &acl::open_unsafe(),
+            CreateMode::Persistent,
+        )
+        .await?;
+    let (data, _) = client.get_data(&path).await?;
+    ensure!(data == b"served", "read back {data:?}");
+    client.close().await;
+    Ok(())
+}
+
+#[tokio::test]
+async fn a_server_runs_on_the_threads_it_is_given() {
+    serves_on(1).await.unwrap();
+    serves_on(3).await.unwrap();
+}
