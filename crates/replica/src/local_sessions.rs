@@ -273,15 +273,11 @@ impl<S: Store> Replica<S> {
             return;
         };
         let sent = ensemble.serving;
-        ensemble
-            .queues
-            .entry(conn)
-            .or_default()
-            .push_front(Waiting::Write {
-                reply,
-                request: request.clone(),
-                sent,
-            });
+        ensemble.queue_of(conn).push_front(Waiting::Write {
+            reply,
+            request: request.clone(),
+            sent,
+        });
         if sent {
             self.send_write(conn, session_id, xid, request);
         }

@@ -585,7 +585,7 @@ impl<S: Store> Replica<S> {
         self.detach(conn);
         self.conns.remove(&conn);
         if let Some(ensemble) = self.ensemble.as_deref_mut() {
-            ensemble.queues.remove(&conn);
+            ensemble.remove_queue(conn);
         }
     }
 

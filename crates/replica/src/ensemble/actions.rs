@@ -306,7 +306,7 @@ impl<S: Store> Replica<S> {
                 Some(Waiting::Read { .. } | Waiting::Throttled(_)) => {}
                 Some(Waiting::Write { .. }) => return,
                 None => {
-                    ensemble.queues.remove(&conn);
+                    ensemble.remove_queue(conn);
                     return;
                 }
             }

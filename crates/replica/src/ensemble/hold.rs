@@ -207,7 +207,7 @@ impl<S: Store> Replica<S> {
             return;
         };
         let Some(session_id) = session_id else {
-            ensemble.queues.remove(&conn);
+            ensemble.remove_queue(conn);
             return;
         };
         let Some(queue) = ensemble.queues.get_mut(&conn) else {

@@ -44,15 +44,11 @@ impl<S: Store> Replica<S> {
         let sent = ensemble.serving;
         let request = Arc::new(request);
         let to_send = sent.then(|| request.clone());
-        ensemble
-            .queues
-            .entry(conn)
-            .or_default()
-            .push_back(Waiting::Write {
-                reply,
-                request,
-                sent,
-            });
+        ensemble.queue_of(conn).push_back(Waiting::Write {
+            reply,
+            request,
+            sent,
+        });
         if let Some(request) = to_send {
             self.send_write(conn, session_id, xid, request);
         }
@@ -120,16 +116,12 @@ impl<S: Store> Replica<S> {
             return;
         }
         if held || ensemble.queues.contains_key(&conn) {
-            ensemble
-                .queues
-                .entry(conn)
-                .or_default()
-                .push_back(Waiting::Read {
-                    xid,
-                    request,
-                    received_ms,
-                    held,
-                });
+            ensemble.queue_of(conn).push_back(Waiting::Read {
+                xid,
+                request,
+                received_ms,
+                held,
+            });
             return;
         }
         self.handle_read(conn, xid, request, received_ms);
