@@ -98,7 +98,7 @@ pub(crate) fn execute<S: Store>(
                 .tree
                 .ephemerals(session)
                 .filter(|p| all || p.starts_with(&r.path))
-                .cloned()
+                .map(str::to_string)
                 .collect();
             Ok(reply_frame(
                 xid,

@@ -15,7 +15,7 @@ use crate::path;
 use crate::record::NodeRecord;
 use proto::txn::{Txn, TxnBody, TxnHeader};
 use proto::{Acl, ErrorCode, Stat, StatPersisted};
-use std::collections::{BTreeSet, HashMap, HashSet};
+use std::collections::{BTreeSet, HashMap};
 use std::sync::Arc;
 
 mod quota_upkeep;
@@ -121,16 +121,8 @@ impl Default for DataTree {
 
 /// A session's ephemerals. Hashed, not sorted: every create and delete of an ephemeral touches
 /// the set, and a sorted set of strings follows a pointer per comparison (4 % of a leader's
-/// time under creating clients). foldhash rather than SipHash: hashing and rehashing the paths
-/// as a session's set grows took 4.6 % of a leader's time under creating clients. A fixed seed
-/// keeps iteration the same on every run; lists are sorted when asked for.
-type EphemeralPaths = HashSet<String, foldhash::fast::FixedState>;
-
-fn sorted(paths: Option<&EphemeralPaths>) -> Vec<&String> {
-    let mut list: Vec<&String> = paths.into_iter().flatten().collect();
-    list.sort_unstable();
-    list
-}
+/// time under creating clients). Lists are sorted when asked for.
+type EphemeralPaths = crate::path_set::PathSet;
 
 impl DataTree {
     /// A tree with `/`, `/zookeeper`, `/zookeeper/quota` and `/zookeeper/config`, as every
@@ -271,7 +263,7 @@ impl DataTree {
                 self.ephemerals
                     .entry(session)
                     .or_default()
-                    .insert(node_path.to_string());
+                    .insert(node_path);
             }
             NodeKind::Container => {
                 self.containers.insert(node_path.to_string());
@@ -470,19 +462,23 @@ impl DataTree {
     }
 
     /// The ephemerals a session owns, sorted.
-    pub fn ephemerals(&self, session_id: i64) -> impl Iterator<Item = &String> {
-        sorted(self.ephemerals.get(&session_id)).into_iter()
+    pub fn ephemerals(&self, session_id: i64) -> impl Iterator<Item = &str> {
+        self.ephemerals
+            .get(&session_id)
+            .map(EphemeralPaths::sorted)
+            .unwrap_or_default()
+            .into_iter()
     }
 
     pub fn ephemeral_count(&self) -> usize {
-        self.ephemerals.values().map(HashSet::len).sum()
+        self.ephemerals.values().map(EphemeralPaths::len).sum()
     }
 
     /// Every session that owns ephemerals, with its ephemerals sorted.
-    pub fn sessions_with_ephemerals(&self) -> impl Iterator<Item = (&i64, Vec<&String>)> {
+    pub fn sessions_with_ephemerals(&self) -> impl Iterator<Item = (&i64, Vec<&str>)> {
         self.ephemerals
             .iter()
-            .map(|(session, paths)| (session, sorted(Some(paths))))
+            .map(|(session, paths)| (session, paths.sorted()))
     }
 
     pub fn containers(&self) -> &BTreeSet<String> {

@@ -8,7 +8,8 @@
 //! * [`quota`]: ZooKeeper's quotas: the limits and stats nodes under `/zookeeper/quota`, kept
 //!   current as transactions apply, and enforced by prep when `zookeeper.enforceQuota` is on.
 //! * [`acl`]: schemes, permission checks, ACL interning.
-//! * [`node`], [`path`], [`digest`]: a znode, path syntax, the incremental tree digest.
+//! * [`node`], [`path`], [`digest`]: a znode, path syntax, the incremental tree digest;
+//!   [`path_set`]: a session's ephemeral paths.
 //! * [`record`], [`children`], [`links`]: a znode's stat, name and data packed in one
 //!   allocation; its children as a set of ids keyed by those names; its ACL list and children
 //!   behind one pointer that leaves share (DESIGN.md §9's memory target).
@@ -23,6 +24,7 @@ pub mod digest;
 pub mod links;
 pub mod node;
 pub mod path;
+pub mod path_set;
 pub mod pending;
 pub mod prep;
 pub mod quota;

@@ -508,7 +508,7 @@ impl Prep {
                     .and_then(|r| r.stat)
                     .is_some_and(|s| s.ephemeral_owner == ctx.session_id)
             })
-            .cloned()
+            .map(str::to_string)
             .collect();
         for (p, record) in self.pending.records() {
             if record

@@ -1399,7 +1399,7 @@ pub fn view_model(model: &Model) -> BTreeMap<String, NodeView> {
 
 pub fn tree_ephemerals(tree: &DataTree) -> BTreeMap<i64, BTreeSet<String>> {
     tree.sessions_with_ephemerals()
-        .map(|(s, paths)| (*s, paths.into_iter().cloned().collect()))
+        .map(|(s, paths)| (*s, paths.into_iter().map(str::to_string).collect()))
         .collect()
 }
 
