@@ -115,6 +115,7 @@ mod tests {
             replay: storage::Replay::Collect,
             diskless: true,
             busy_snapshot_rest_percent: 0,
+            delta_rest_min_ms: storage::DELTA_REST_MIN_MS,
             execution: Default::default(),
         };
         let (persistence, _) = storage::Persistence::open(

@@ -77,6 +77,7 @@ pub const DEFAULT_AUTOPURGE_SNAP_RETAIN_COUNT: u32 = 3;
 pub const DEFAULT_PURGE_TIME_MS: u64 = 60_000;
 pub const DEFAULT_NUMBER_TO_RETAIN: u32 = 3;
 pub const DEFAULT_BUSY_SNAPSHOT_REST_PERCENT: u32 = 300;
+pub const DEFAULT_BUSY_SNAPSHOT_MIN_REST_MS: u64 = storage::DELTA_REST_MIN_MS;
 
 /// Everything the server needs from its configuration.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -136,6 +137,11 @@ pub struct ServerConfig {
     /// Diskless: a busy snapshot that took t ms is followed by a rest of t × this / 100 ms
     /// (`busySnapshotRest`, meerkat's own key).
     pub busy_snapshot_rest_percent: u32,
+    /// Diskless: the least rest after a busy snapshot's delta batch, in ms, unless
+    /// `busySnapshotRest` is 0 (`busySnapshotMinRestMs`, meerkat's own key). It caps the
+    /// fsyncs busy snapshots make at 1000 / this a second and widens the power-loss window
+    /// by at most this much.
+    pub busy_snapshot_min_rest_ms: u64,
     /// How long an ensemble member without a leader holds its clients' connections and
     /// requests before closing them (`failoverHoldMs`, meerkat's own key; `None`: one
     /// tickTime). See docs/ensemble.md.
@@ -207,6 +213,7 @@ impl ServerConfig {
             purge_time_ms: DEFAULT_PURGE_TIME_MS,
             number_to_retain: DEFAULT_NUMBER_TO_RETAIN,
             busy_snapshot_rest_percent: DEFAULT_BUSY_SNAPSHOT_REST_PERCENT,
+            busy_snapshot_min_rest_ms: DEFAULT_BUSY_SNAPSHOT_MIN_REST_MS,
             failover_hold_ms: None,
             server_threads: None,
             reconfig_enabled: false,

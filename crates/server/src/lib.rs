@@ -639,6 +639,7 @@ fn persistence_options(
         replay: storage::Replay::ApplyAll,
         diskless: config.diskless,
         busy_snapshot_rest_percent: config.busy_snapshot_rest_percent,
+        delta_rest_min_ms: config.busy_snapshot_min_rest_ms,
         execution: Default::default(),
     }
 }

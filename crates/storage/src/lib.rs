@@ -40,6 +40,7 @@ pub mod recovery;
 pub mod replacement;
 pub mod snapshot_file;
 mod snapshot_job;
+pub use snapshot_job::DELTA_REST_MIN_MS;
 pub mod stepped_log;
 pub mod wal;
 pub mod wal_writer;

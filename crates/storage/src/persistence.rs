@@ -50,6 +50,11 @@ pub struct PersistenceOptions {
     /// (Alg. 4.1), a core per server under steady writes; 300 caps snapshotting at a quarter of
     /// a core, and widens what a whole-ensemble power loss can lose (docs/durability.md).
     pub busy_snapshot_rest_percent: u32,
+    /// Diskless: the least rest after a delta batch, in ms, unless the rest percent is 0
+    /// (`busySnapshotMinRestMs`, server default [`crate::snapshot_job::DELTA_REST_MIN_MS`]).
+    /// It bounds the fsyncs busy snapshots make (at most 1000 / this a second) and adds at most
+    /// this much to what a whole-ensemble power loss can take.
+    pub delta_rest_min_ms: u64,
     /// Threads in production; stepped by the host in the deterministic simulator.
     pub execution: Execution,
 }
@@ -517,6 +522,7 @@ impl Persistence {
             clock: self.clock.clone(),
             rest_until_ms: self.rest_until_ms.clone(),
             rest_percent: u64::from(self.options.busy_snapshot_rest_percent),
+            delta_rest_min_ms: self.options.delta_rest_min_ms,
             // Diskless snapshots come back to back: purge after each, or they fill the disk.
             purge_after: self
                 .wal

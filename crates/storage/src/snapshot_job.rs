@@ -33,9 +33,10 @@ pub struct Chain {
     pub delta: crate::delta::Extent,
 }
 
-/// Diskless: the least rest after a delta batch (unless the rest is 0, the thesis's back to
-/// back). It bounds the fsyncs a server makes for its busy snapshots to 200 a second, and adds
-/// at most this much to what a whole-ensemble power loss can take (docs/durability.md).
+/// Diskless: the default least rest after a delta batch (unless the rest is 0, the thesis's
+/// back to back). It bounds the fsyncs a server makes for its busy snapshots to 200 a second,
+/// and adds at most this much to what a whole-ensemble power loss can take
+/// (docs/durability.md).
 pub const DELTA_REST_MIN_MS: u64 = 5;
 
 pub struct SnapshotJob {
@@ -62,6 +63,8 @@ pub struct SnapshotJob {
     /// Diskless: the next busy snapshot waits until this time on `clock`.
     pub rest_until_ms: Arc<AtomicU64>,
     pub rest_percent: u64,
+    /// [`crate::persistence::PersistenceOptions::delta_rest_min_ms`].
+    pub delta_rest_min_ms: u64,
     /// Diskless: purge to this many snapshots afterwards.
     pub purge_after: Option<usize>,
 }
@@ -114,7 +117,7 @@ impl SnapshotJob {
                 // A batch takes about one fsync; resting a few times that would mean an fsync
                 // per write at low rates. A floor gathers a few writes per batch.
                 let floor = if self.rest_percent > 0 {
-                    DELTA_REST_MIN_MS
+                    self.delta_rest_min_ms
                 } else {
                     0
                 };

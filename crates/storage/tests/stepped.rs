@@ -143,6 +143,50 @@ fn a_busy_snapshot_rests_by_the_host_clock() {
     );
 }
 
+#[test]
+fn a_delta_batch_rests_at_least_the_configured_floor() {
+    for floor in [5, 40] {
+        let fs = FaultyFs::new();
+        let options = PersistenceOptions {
+            diskless: true,
+            busy_snapshot_rest_percent: 100,
+            delta_rest_min_ms: floor,
+            ..stepped(options(1_000_000))
+        };
+        let (mut p, _, _) = open(&fs, options);
+        let txns = workload(4, 9);
+        let mut tree = DataTree::new();
+        let write = |p: &mut storage::Persistence, tree: &mut DataTree, i: usize| {
+            p.append(&txns[i]).unwrap();
+            apply(tree, &txns[i]);
+            p.applied(tree, &txns[i]);
+        };
+        write(&mut p, &mut tree, 0);
+        assert!(p.run_snapshot(2), "the first busy snapshot (full) ran");
+        p.set_clock(10);
+        write(&mut p, &mut tree, 1);
+        assert!(
+            p.snapshot_running(),
+            "rested 2 ms: the next write starts a delta"
+        );
+        p.set_clock(100);
+        assert!(p.run_snapshot(1), "a delta batch that took 1 ms");
+        write(&mut p, &mut tree, 2);
+        p.set_clock(100 + floor - 1);
+        p.idle(&tree);
+        assert!(
+            !p.snapshot_running(),
+            "a 1 ms batch rests the floor of {floor} ms, not 1 ms"
+        );
+        p.set_clock(100 + floor);
+        p.idle(&tree);
+        assert!(
+            p.snapshot_running(),
+            "rested {floor} ms: the next batch starts"
+        );
+    }
+}
+
 /// Every file under the layout, with its bytes.
 fn disk(fs: &FaultyFs) -> Vec<(PathBuf, Vec<u8>)> {
     let mut files = Vec::new();

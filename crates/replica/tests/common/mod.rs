@@ -36,6 +36,7 @@ pub fn store(fs: &FaultyFs, diskless: bool) -> (storage::Persistence, storage::R
         diskless,
         // Busy snapshots out of the way: these tests are about the request path.
         busy_snapshot_rest_percent: 1_000_000,
+        delta_rest_min_ms: storage::DELTA_REST_MIN_MS,
         execution: Default::default(),
     };
     let (store, recovered) = storage::Persistence::open(

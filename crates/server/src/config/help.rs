@@ -49,6 +49,8 @@ PurgeTime=MS                     60000          diskless: interval between purge
 NumberToRetain=N                 3              diskless: snapshots kept by each purge; at least 1
 busySnapshotRest=PERCENT         300            diskless: after a busy snapshot of t ms, rest t × PERCENT/100 ms;
                                                 0 = back to back (thesis), more = less CPU, a wider loss window
+busySnapshotMinRestMs=MS         5              diskless: least rest after a delta batch (not with busySnapshotRest=0);
+                                                at most 1000/MS fsyncs a second, a loss window up to MS wider
 preAllocSize=KB                * 65536          transaction log files grow in blocks of this size; 0 = no preallocation
 fsync.warningthresholdms=MS    * 1000           log a warning when an fsync takes longer
 globalOutstandingLimit=N       * 1000           requests in flight before the server stops reading sockets

@@ -38,6 +38,7 @@ pub(super) enum Setting {
     PurgeTime,
     NumberToRetain,
     BusySnapshotRest,
+    BusySnapshotMinRest,
     FailoverHold,
     ServerThreads,
     ReconfigEnabled,
@@ -115,6 +116,7 @@ pub(super) const SETTINGS: &[SettingKey] = &[
     key("NumberToRetain", Setting::NumberToRetain, false),
     // meerkat's own: how long busy snapshots rest between runs (docs/durability.md).
     key("busySnapshotRest", Setting::BusySnapshotRest, false),
+    key("busySnapshotMinRestMs", Setting::BusySnapshotMinRest, false),
     // meerkat's own: how long a member without a leader holds its clients (docs/ensemble.md).
     key("failoverHoldMs", Setting::FailoverHold, false),
     key("serverThreads", Setting::ServerThreads, false),

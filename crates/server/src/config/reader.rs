@@ -506,6 +506,7 @@ fn assign(config: &mut ServerConfig, setting: Setting, value: &str) -> Result<()
         S::PurgeTime => config.purge_time_ms = u64::from(values::positive_int(value)?),
         S::NumberToRetain => config.number_to_retain = values::positive_int(value)?,
         S::BusySnapshotRest => config.busy_snapshot_rest_percent = values::non_negative_int(value)?,
+        S::BusySnapshotMinRest => config.busy_snapshot_min_rest_ms = values::rest_ms(value)?,
         S::FailoverHold => {
             config.failover_hold_ms = Some(u64::from(values::non_negative_int(value)?))
         }

@@ -152,6 +152,7 @@ diskless=true
 PurgeTime=5000
 NumberToRetain=2
 busySnapshotRest=50
+busySnapshotMinRestMs=20
 failoverHoldMs=1500
 serverThreads=3
 server.1=zk1:2888:3888
@@ -197,6 +198,7 @@ fn every_key_is_read() {
     assert_eq!(config.purge_time_ms, 5000);
     assert_eq!(config.number_to_retain, 2);
     assert_eq!(config.busy_snapshot_rest_percent, 50);
+    assert_eq!(config.busy_snapshot_min_rest_ms, 20);
     assert_eq!(config.failover_hold_ms, Some(1500));
     assert_eq!(config.server_threads, Some(3));
     assert_eq!(config.servers.len(), 3);
@@ -415,6 +417,8 @@ fn invalid_values_are_errors_naming_key_and_line() {
         ("standaloneEnabled=maybe", "standaloneEnabled"),
         ("serverThreads=0", "serverThreads"),
         ("serverThreads=1025", "serverThreads"),
+        ("busySnapshotMinRestMs=-1", "busySnapshotMinRestMs"),
+        ("busySnapshotMinRestMs=60001", "busySnapshotMinRestMs"),
         ("secureClientPort=x", "secureClientPort"),
         ("electionAlg=1", "electionAlg"),
         ("peerType=leader", "peerType"),

@@ -40,6 +40,19 @@ pub(super) fn thread_count(value: &str) -> Result<u32, String> {
     u32::try_from(parsed).map_err(|error| error.to_string())
 }
 
+/// A rest between busy snapshots, in ms: 0 ..= a minute. Longer would be a loss window no
+/// diskless user expects, more likely a typo for seconds.
+pub(super) fn rest_ms(value: &str) -> Result<u64, String> {
+    integer_in(
+        value,
+        0,
+        REST_MS_MAX,
+        "a number of milliseconds from 0 to 60000",
+    )
+}
+
+const REST_MS_MAX: u64 = 60_000;
+
 /// More threads than this is a typo, not a machine.
 const THREADS_MAX: u64 = 1024;
 

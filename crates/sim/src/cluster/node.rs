@@ -124,6 +124,7 @@ impl Node {
             replay: Replay::Collect,
             diskless: config.diskless,
             busy_snapshot_rest_percent: 100,
+            delta_rest_min_ms: storage::DELTA_REST_MIN_MS,
             execution: Execution::Stepped { seed },
         };
         let reports = self.reports.clone();

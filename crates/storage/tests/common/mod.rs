@@ -30,6 +30,7 @@ pub fn options(snap_count: u64) -> PersistenceOptions {
         diskless: false,
         // Back to back, so the tests see a snapshot after each write they wait for.
         busy_snapshot_rest_percent: 0,
+        delta_rest_min_ms: storage::DELTA_REST_MIN_MS,
         execution: Default::default(),
     }
 }
