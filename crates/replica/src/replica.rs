@@ -153,9 +153,9 @@ pub struct Replica<S: Store> {
     pub(crate) prep: Prep,
     pub sessions: SessionTracker,
     /// Session → the connection it is attached to.
-    pub(crate) session_conn: HashMap<i64, ConnId>,
+    pub(crate) session_conn: HashMap<i64, ConnId, tree::keyed_hasher::KeyedHasher>,
     pub watches: WatchManager,
-    pub conns: HashMap<ConnId, Conn>,
+    pub conns: HashMap<ConnId, Conn, tree::keyed_hasher::KeyedHasher>,
     pub stats: ServerStats,
     last_zxid: i64,
     /// The time of the input being processed.
@@ -167,7 +167,7 @@ pub struct Replica<S: Store> {
     parked: VecDeque<Parked>,
     /// Parked entries (writes and reads) per connection: a read from a connection with any
     /// entry parked waits its turn behind them, or it could overtake its own earlier read.
-    parked_per_conn: HashMap<ConnId, usize>,
+    parked_per_conn: HashMap<ConnId, usize, tree::keyed_hasher::KeyedHasher>,
     /// Set when the log cannot be written: the server stops (fail-stop, as ZooKeeper exits).
     pub fatal: Option<String>,
     pub startup: Startup,
@@ -219,15 +219,15 @@ impl<S: Store> Replica<S> {
             settings,
             tree: recovered.tree,
             sessions,
-            session_conn: HashMap::new(),
+            session_conn: HashMap::default(),
             watches: WatchManager::default(),
-            conns: HashMap::new(),
+            conns: HashMap::default(),
             stats: ServerStats::default(),
             last_zxid,
             now,
             store,
             parked: VecDeque::new(),
-            parked_per_conn: HashMap::new(),
+            parked_per_conn: HashMap::default(),
             fatal: None,
             startup,
             ensemble: None,
@@ -361,7 +361,7 @@ impl<S: Store> Replica<S> {
     ) {
         let ip_id = Id {
             scheme: "ip".into(),
-            id: peer.ip().to_string(),
+            id: peer.ip().to_string().into(),
         };
         let c = Conn {
             peer,
@@ -1015,19 +1015,19 @@ impl<S: Store> Replica<S> {
                 if self.settings.super_digest.as_deref() == Some(digest.as_str()) {
                     ids.push(Id {
                         scheme: "super".into(),
-                        id: String::new(),
+                        id: "".into(),
                     });
                 }
                 ids.push(Id {
                     scheme: "digest".into(),
-                    id: digest,
+                    id: digest.into(),
                 });
                 Some(ids)
             }
             "ip" => self.conns.get(&conn).map(|c| {
                 vec![Id {
                     scheme: "ip".into(),
-                    id: c.peer.ip().to_string(),
+                    id: c.peer.ip().to_string().into(),
                 }]
             }),
             _ => None,

@@ -73,7 +73,7 @@ pub struct Core {
     pub(crate) replica: ServerReplica,
     pub(crate) config: Arc<ServerConfig>,
     /// Each connection's outbound queue, by the id the replica knows it by.
-    handles: HashMap<ConnId, ConnHandle>,
+    handles: HashMap<ConnId, ConnHandle, tree::keyed_hasher::KeyedHasher>,
     /// Connections with frames in this turn, flushed when it ends.
     turn_conns: Vec<ConnId>,
     /// Slots of `globalOutstandingLimit`, freed as requests are answered.
@@ -110,7 +110,7 @@ impl Core {
         Core {
             replica,
             config,
-            handles: HashMap::new(),
+            handles: HashMap::default(),
             turn_conns: Vec::new(),
             global_permits,
             outstanding,

@@ -144,7 +144,7 @@ pub fn fixup_acl<'a>(
         // Every identity an authenticating provider proved (ZooKeeper's `isAuthenticated()`):
         // digest, x509 and sasl, not ip or super. A `sasl` identity without its provider is
         // skipped, as ZooKeeper skips an identity whose provider is missing.
-        let proved = |a: &&Id| match a.scheme.as_str() {
+        let proved = |a: &&Id| match a.scheme.as_ref() {
             "digest" | "x509" => true,
             "sasl" => sasl_provider,
             _ => false,
@@ -163,7 +163,7 @@ pub fn fixup_acl<'a>(
 
 /// Whether an identity other than `auth` is valid in an ACL as it stands.
 fn valid_as_given(id: &Id, sasl_provider: bool) -> bool {
-    match id.scheme.as_str() {
+    match id.scheme.as_ref() {
         "world" => id.id == "anyone",
         "digest" => valid_digest_id(&id.id),
         "ip" => valid_ip_id(&id.id),
@@ -180,7 +180,7 @@ pub use proto::AclList;
 /// Interns ACL lists so identical lists are stored once (ZooKeeper's `ReferenceCountedACLCache`).
 #[derive(Debug, Default, Clone)]
 pub struct AclCache {
-    lists: HashMap<Vec<Acl>, AclList>,
+    lists: HashMap<Vec<Acl>, AclList, crate::keyed_hasher::KeyedHasher>,
 }
 
 impl AclCache {
@@ -265,8 +265,8 @@ mod tests {
 
     fn id(scheme: &str, id: &str) -> Id {
         Id {
-            scheme: scheme.into(),
-            id: id.into(),
+            scheme: scheme.to_string().into(),
+            id: id.to_string().into(),
         }
     }
 

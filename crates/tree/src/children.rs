@@ -13,7 +13,7 @@
 
 use crate::node::NodeId;
 use std::hash::BuildHasher;
-use std::sync::{Arc, OnceLock};
+use std::sync::Arc;
 
 #[derive(Debug, Clone, Default)]
 pub struct Children(Option<Arc<hashbrown::HashTable<NodeId>>>);
@@ -22,8 +22,7 @@ pub struct Children(Option<Arc<hashbrown::HashTable<NodeId>>>);
 /// once per process: the table's layout is not replicated state (nothing reads it in hash
 /// order), and a fixed key would let a client pick colliding names.
 pub fn name_hash32(name: &str) -> u32 {
-    static KEYS: OnceLock<std::hash::RandomState> = OnceLock::new();
-    KEYS.get_or_init(std::hash::RandomState::new).hash_one(name) as u32
+    crate::keyed_hasher::KeyedHasher.hash_one(name) as u32
 }
 
 /// The table's 64-bit hash of a 32-bit one: the table indexes buckets by the low bits and

@@ -98,7 +98,7 @@ pub struct DataTree {
     leaf_links: LeafLinks,
     /// Session id → timeout (ms). Sessions are replicated state, like ZooKeeper's.
     sessions: HashMap<i64, i32>,
-    ephemerals: HashMap<i64, EphemeralPaths>,
+    ephemerals: HashMap<i64, EphemeralPaths, crate::keyed_hasher::KeyedHasher>,
     containers: BTreeSet<String>,
     ttls: BTreeSet<String>,
     last_processed_zxid: i64,
@@ -161,7 +161,7 @@ impl DataTree {
             acl_cache: AclCache::default(),
             leaf_links: LeafLinks::default(),
             sessions: HashMap::new(),
-            ephemerals: HashMap::new(),
+            ephemerals: HashMap::default(),
             containers: BTreeSet::new(),
             ttls: BTreeSet::new(),
             last_processed_zxid: 0,

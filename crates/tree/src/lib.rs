@@ -9,7 +9,7 @@
 //!   current as transactions apply, and enforced by prep when `zookeeper.enforceQuota` is on.
 //! * [`acl`]: schemes, permission checks, ACL interning.
 //! * [`node`], [`path`], [`digest`]: a znode, path syntax, the incremental tree digest;
-//!   [`path_set`]: a session's ephemeral paths.
+//!   [`path_set`]: a session's ephemeral paths; [`keyed_hasher`]: the hasher of hot tables.
 //! * [`record`], [`children`], [`links`]: a znode's stat, name and data packed in one
 //!   allocation; its children as a set of ids keyed by those names; its ACL list and children
 //!   behind one pointer that leaves share (DESIGN.md §9's memory target).
@@ -21,6 +21,7 @@ pub mod arena;
 pub mod children;
 pub mod data_tree;
 pub mod digest;
+pub mod keyed_hasher;
 pub mod links;
 pub mod node;
 pub mod path;

@@ -7,23 +7,19 @@
 //! With the hash stored, growing moves 24-byte entries and reads no path. An entry costs what
 //! a `String` did: the hash takes the place of the capacity a boxed path does not need.
 //!
-//! The set does not keep path order; [`PathSet::sorted`] sorts on demand.
+//! Hashed with [`KeyedHasher`]. The set does not keep path order; [`PathSet::sorted`] sorts on demand.
 
+use crate::keyed_hasher::KeyedHasher;
 use hashbrown::HashTable;
 use std::hash::BuildHasher;
-use std::sync::OnceLock;
 
 #[derive(Debug, Clone, Default)]
 pub struct PathSet {
     table: HashTable<(u64, Box<str>)>,
 }
 
-/// Keyed once per process: the table's layout is not replicated state (lists are sorted when
-/// asked for), and a fixed key would let a client pick paths that collide.
 fn hash_of(path: &str) -> u64 {
-    static KEYS: OnceLock<foldhash::fast::RandomState> = OnceLock::new();
-    KEYS.get_or_init(foldhash::fast::RandomState::default)
-        .hash_one(path)
+    KeyedHasher.hash_one(path)
 }
 
 impl PathSet {

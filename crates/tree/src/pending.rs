@@ -6,6 +6,7 @@
 
 use crate::acl::AclList;
 use crate::data_tree::DataTree;
+use crate::keyed_hasher::KeyedHasher;
 use crate::quota::PendingUsage;
 use proto::StatPersisted;
 use std::collections::{HashMap, VecDeque};
@@ -24,8 +25,9 @@ pub struct ChangeRecord {
 
 #[derive(Debug, Default)]
 pub struct PendingChanges {
-    /// Keyed by a path shared with `order` and a multi's undo log: one copy per change.
-    by_path: HashMap<Arc<str>, ChangeRecord>,
+    /// Keyed by a path shared with `order` and a multi's undo log: one copy per path while
+    /// it has pending changes (a parent under many creates keeps one).
+    by_path: HashMap<Arc<str>, ChangeRecord, KeyedHasher>,
     /// (zxid, path) in the order the records were added, to drop them once applied.
     order: VecDeque<(i64, Arc<str>)>,
     /// The quota usage these changes will add (kept only while quotas are enforced).
@@ -61,7 +63,12 @@ impl PendingChanges {
     }
 
     pub fn add(&mut self, path: &str, record: ChangeRecord, undo: Option<&mut Undo>) {
-        let path: Arc<str> = Arc::from(path);
+        // A path with pending changes already has a shared copy: a parent under a stream of
+        // creates gets a record per create, and copying its path each time was a malloc.
+        let path: Arc<str> = match self.by_path.get_key_value(path) {
+            Some((shared, _)) => shared.clone(),
+            None => Arc::from(path),
+        };
         let zxid = record.zxid;
         let previous = self.by_path.insert(path.clone(), record);
         if let Some(undo) = undo {
@@ -103,8 +110,10 @@ impl PendingChanges {
             let Some((z, path)) = self.order.pop_front() else {
                 break;
             };
-            if self.by_path.get(&path).is_some_and(|r| r.zxid == z) {
-                self.by_path.remove(&path);
+            if let std::collections::hash_map::Entry::Occupied(entry) = self.by_path.entry(path) {
+                if entry.get().zxid == z {
+                    entry.remove();
+                }
             }
         }
     }

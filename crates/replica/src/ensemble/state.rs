@@ -118,14 +118,14 @@ pub struct Ensemble {
     pub(crate) held_connects: VecDeque<HeldConnect>,
     /// Leader: which server each session is attached to (ZooKeeper's session owner), for
     /// SessionMoved.
-    pub(crate) owners: HashMap<i64, Sid>,
+    pub(crate) owners: HashMap<i64, Sid, tree::keyed_hasher::KeyedHasher>,
     /// Leader: work waiting for room in Zab's pipeline, in arrival order.
     pub(crate) backlog: VecDeque<Work>,
     pub backlog_max: usize,
     /// Learner: sessions with client activity since the last report to the leader.
-    pub(crate) touched: HashSet<i64>,
+    pub(crate) touched: HashSet<i64, tree::keyed_hasher::KeyedHasher>,
     /// Local connections' requests waiting their turn.
-    pub(crate) queues: HashMap<ConnId, VecDeque<Waiting>>,
+    pub(crate) queues: HashMap<ConnId, VecDeque<Waiting>, tree::keyed_hasher::KeyedHasher>,
     /// Emptied queues kept for reuse: a synchronous client's queue empties after every
     /// write, and allocating it anew each time was 2 % of a leader's time under such clients.
     spare_queues: Vec<VecDeque<Waiting>>,
@@ -156,11 +156,11 @@ impl Ensemble {
             not_serving_since: Some(now_ms),
             released: false,
             held_connects: VecDeque::new(),
-            owners: HashMap::new(),
+            owners: HashMap::default(),
             backlog: VecDeque::new(),
             backlog_max,
-            touched: HashSet::new(),
-            queues: HashMap::new(),
+            touched: HashSet::default(),
+            queues: HashMap::default(),
             spare_queues: Vec::new(),
             connecting: HashMap::new(),
             revalidating: HashMap::new(),

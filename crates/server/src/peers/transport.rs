@@ -61,7 +61,7 @@ struct Slot {
 }
 
 pub struct Transport {
-    slots: HashMap<Sid, Arc<Mutex<Slot>>>,
+    slots: Slots,
     tasks: Vec<tokio::task::JoinHandle<()>>,
     pub local_addr: SocketAddr,
     /// Where the accept loop hands each member's inbound connections; grows when a
@@ -72,8 +72,11 @@ pub struct Transport {
     events: mpsc::Sender<PeerEvent>,
     tls: Option<QuorumTls>,
     /// Frames of the core's current turn, per peer, framed; they leave at [`Transport::flush`].
-    turn: HashMap<Sid, Vec<u8>>,
+    turn: HashMap<Sid, Vec<u8>, tree::keyed_hasher::KeyedHasher>,
 }
+
+/// Each peer's connection slot.
+type Slots = HashMap<Sid, Arc<Mutex<Slot>>, tree::keyed_hasher::KeyedHasher>;
 
 type Inbound = Arc<Mutex<HashMap<Sid, mpsc::Sender<PeerStream>>>>;
 
@@ -98,7 +101,7 @@ impl Transport {
         let local_addr = listener.local_addr()?;
         let inbound: Inbound = Arc::new(Mutex::new(HashMap::new()));
         let mut transport = Transport {
-            slots: HashMap::new(),
+            slots: HashMap::default(),
             tasks: Vec::new(),
             local_addr,
             inbound: inbound.clone(),
@@ -106,7 +109,7 @@ impl Transport {
             queue_frames: config.queue_frames.max(1),
             events,
             tls: tls.clone(),
-            turn: HashMap::new(),
+            turn: HashMap::default(),
         };
         for (&sid, &addr) in &config.peers {
             transport.add_peer(sid, addr);
@@ -252,7 +255,7 @@ impl PeerQueues {
 
 /// Sends `to` the frames of this turn in `bytes` (see [`Transport::flush`]), leaving `bytes`
 /// empty.
-fn flush_to(to: Sid, bytes: &mut Vec<u8>, slots: &HashMap<Sid, Arc<Mutex<Slot>>>) {
+fn flush_to(to: Sid, bytes: &mut Vec<u8>, slots: &Slots) {
     if bytes.is_empty() {
         return;
     }
