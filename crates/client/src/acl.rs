@@ -23,8 +23,8 @@ pub fn acl(perms: i32, scheme: &str, id: &str) -> Acl {
     Acl {
         perms,
         id: Id {
-            scheme: scheme.to_string(),
-            id: id.to_string(),
+            scheme: scheme.to_string().into(),
+            id: id.to_string().into(),
         },
     }
 }

@@ -271,7 +271,7 @@ fn digest_acl() -> Vec<Acl> {
             perms: 31,
             id: Id {
                 scheme: "digest".into(),
-                id: tree::acl::digest_id(USER),
+                id: tree::acl::digest_id(USER).into(),
             },
         },
         Acl {

@@ -1,6 +1,6 @@
 //! The records of `zookeeper.jute`, field for field.
 
-use crate::jute::{DecodeError, Reader, Record, Writer};
+use crate::jute::{DecodeError, IdText, Reader, Record, Writer};
 use crate::jute_record;
 
 /// A znode's data: `None` is Java's `null`, which is stored and returned as such.
@@ -12,8 +12,9 @@ pub type Data = Option<Vec<u8>>;
 pub type AclList = std::sync::Arc<Vec<Acl>>;
 
 jute_record! {
-    /// An identity: scheme (`world`, `auth`, `digest`, `ip`, `super`, ...) and id.
-    pub struct Id { pub scheme: String, pub id: String }
+    /// An identity: scheme (`world`, `auth`, `digest`, `ip`, `super`, ...) and id. The common
+    /// values decode without allocating ([`crate::jute::IdText`]).
+    pub struct Id { pub scheme: IdText, pub id: IdText }
     min_len = 8
 }
 

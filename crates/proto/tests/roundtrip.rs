@@ -19,7 +19,10 @@ fn acl() -> impl Strategy<Value = Vec<Acl>> {
     proptest::collection::vec(
         (0..32i32, "[a-z]{1,6}", "[a-z0-9:]{0,12}").prop_map(|(perms, scheme, id)| Acl {
             perms,
-            id: Id { scheme, id },
+            id: Id {
+                scheme: scheme.into(),
+                id: id.into(),
+            },
         }),
         0..4,
     )

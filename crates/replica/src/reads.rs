@@ -158,7 +158,7 @@ pub(crate) fn execute<S: Store>(
                 .cloned()
                 .map(|id| ClientInfo {
                     user: user_name(&id),
-                    auth_scheme: id.scheme,
+                    auth_scheme: id.scheme.into_owned(),
                 })
                 .collect();
             Ok(reply_frame(
@@ -281,10 +281,10 @@ fn set_watches<S: Store>(
 /// The user name whoAmI reports for an identity (`AuthUtil.getUser`): the digest's user part,
 /// the ip itself, and "" for schemes without a provider (such as `super`).
 fn user_name(id: &Id) -> String {
-    match id.scheme.as_str() {
+    match id.scheme.as_ref() {
         "digest" => id.id.split(':').next().unwrap_or_default().to_string(),
         // `AuthenticationProvider.getUserName` is the id itself for these (sasl included).
-        "ip" | "x509" | "sasl" => id.id.clone(),
+        "ip" | "x509" | "sasl" => id.id.to_string(),
         _ => String::new(),
     }
 }

@@ -104,7 +104,7 @@ impl<S: Store> Replica<S> {
         let held: Vec<String> = self
             .conns
             .get(&conn)
-            .map(|c| c.auth_ids.iter().map(|id| id.scheme.clone()).collect())
+            .map(|c| c.auth_ids.iter().map(|id| id.scheme.to_string()).collect())
             .unwrap_or_default();
         if held.iter().any(|scheme| schemes.contains(scheme)) {
             return true;

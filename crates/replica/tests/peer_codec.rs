@@ -307,7 +307,7 @@ fn host_examples() -> Vec<HostMessage> {
                 },
                 Id {
                     scheme: "ip".into(),
-                    id: String::new(),
+                    id: "".into(),
                 },
             ],
         }),

@@ -113,7 +113,7 @@ fn enforcing(schemes: &[&str]) -> Settings {
 fn sasl_id(user: &str) -> Id {
     Id {
         scheme: "sasl".into(),
-        id: user.into(),
+        id: user.to_string().into(),
     }
 }
 

@@ -158,13 +158,13 @@ impl SaslLogin {
                 tracing::info!(%peer, "Successfully authenticated client: authenticationID={user}; authorizationID={user}.");
                 let mut ids = vec![Id {
                     scheme: "sasl".into(),
-                    id: user.clone(),
+                    id: user.clone().into(),
                 }];
                 if self.super_users.contains(&user) {
                     tracing::info!(%peer, "Authenticated Id '{user}' as super user");
                     ids.push(Id {
                         scheme: "super".into(),
-                        id: String::new(),
+                        id: "".into(),
                     });
                 }
                 SaslOutcome::Authenticated { token, ids }

@@ -436,7 +436,7 @@ fn set_acl_validates_the_new_acl_before_the_node() {
             perms: perms::ALL,
             id: Id {
                 scheme: "digest".into(),
-                id: alice(),
+                id: alice().into(),
             },
         }]
     );

@@ -263,7 +263,10 @@ fn read_acl_cache<R: Read>(
             let id = s.read_string()?.unwrap_or_default();
             list.push(Acl {
                 perms,
-                id: Id { scheme, id },
+                id: Id {
+                    scheme: scheme.into(),
+                    id: id.into(),
+                },
             });
         }
         cache.insert(id, list);

@@ -72,13 +72,13 @@ pub async fn accept(
                 tracing::info!(%peer, id = %subject, "authenticated as super user by certificate");
                 ids.push(Id {
                     scheme: "super".into(),
-                    id: subject.clone(),
+                    id: subject.clone().into(),
                 });
             }
             tracing::info!(%peer, id = %subject, "authenticated by certificate for scheme 'x509'");
             ids.push(Id {
                 scheme: "x509".into(),
-                id: subject,
+                id: subject.into(),
             });
             Ok((stream, ids))
         }

@@ -71,8 +71,8 @@ pub fn create_with_acl(path: &str, data: &[u8], scheme: &str, id: &str) -> Reque
             acl: vec![Acl {
                 perms: proto::watch::perms::ALL,
                 id: Id {
-                    scheme: scheme.into(),
-                    id: id.into(),
+                    scheme: scheme.to_string().into(),
+                    id: id.to_string().into(),
                 },
             }],
             flags: 0,

@@ -62,8 +62,8 @@ pub fn bob() -> String {
 
 fn id(scheme: &str, id: &str) -> Id {
     Id {
-        scheme: scheme.into(),
-        id: id.into(),
+        scheme: scheme.to_string().into(),
+        id: id.to_string().into(),
     }
 }
 
@@ -766,7 +766,7 @@ fn fixup(acl: &[Acl], auth: &[Id]) -> Result<Vec<Acl>, ErrorCode> {
     }
     let mut out = Vec::new();
     for a in unique {
-        match a.id.scheme.as_str() {
+        match a.id.scheme.as_ref() {
             "world" if a.id.id == "anyone" => out.push(a),
             "auth" => {
                 let digests: Vec<&Id> = auth.iter().filter(|i| i.scheme == "digest").collect();
