@@ -134,8 +134,25 @@ impl History {
     /// The entries after `zxid` (which must be at or above the base).
     pub fn entries_after(&self, zxid: Zxid) -> impl Iterator<Item = &SharedEntry> {
         debug_assert!(zxid >= self.base);
-        let idx = self.entries.partition_point(|e| e.zxid <= zxid);
-        self.entries.range(idx..)
+        self.entries.range(self.count_upto(zxid)..)
+    }
+
+    /// How many entries are at or below `zxid`. Called for every delivery with a zxid the
+    /// history holds; within an epoch the counters run consecutively, so the place is guessed
+    /// from them and checked with one look, else found by binary search (a cache miss per
+    /// step: each entry is behind its own pointer; 1.4 % of a leader's samples).
+    fn count_upto(&self, zxid: Zxid) -> usize {
+        if let Some(front) = self.entries.front() {
+            if front.zxid.epoch() == zxid.epoch() && front.zxid <= zxid {
+                let guess = (zxid.counter() - front.zxid.counter()) as usize;
+                // Entries are strictly increasing: if the guessed one is `zxid`, exactly the
+                // ones up to it are at or below it.
+                if self.entries.get(guess).is_some_and(|e| e.zxid == zxid) {
+                    return guess + 1;
+                }
+            }
+        }
+        self.entries.partition_point(|e| e.zxid <= zxid)
     }
 
     pub fn get(&self, zxid: Zxid) -> Option<&SharedEntry> {
@@ -167,7 +184,7 @@ impl History {
 
     /// How many entries come after `zxid`.
     pub fn count_after(&self, zxid: Zxid) -> usize {
-        self.entries.len() - self.entries.partition_point(|e| e.zxid <= zxid)
+        self.entries.len() - self.count_upto(zxid)
     }
 
     /// Forgets delivered entries beyond `keep`; they are in the host's state.
@@ -189,6 +206,35 @@ impl History {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn counts_match_a_scan_with_gaps_and_epochs() {
+        // Consecutive counters, a gap (a truncated proposal), and a new epoch.
+        let zxids = [
+            Zxid::new(1, 3),
+            Zxid::new(1, 4),
+            Zxid::new(1, 5),
+            Zxid::new(1, 7),
+            Zxid::new(1, 8),
+            Zxid::new(2, 1),
+            Zxid::new(2, 2),
+        ];
+        let h = History::new(
+            Zxid::new(1, 2),
+            zxids
+                .iter()
+                .map(|&z| entry(z.epoch(), z.counter()))
+                .collect(),
+        );
+        for epoch in 1..=3 {
+            for counter in 0..=10 {
+                let zxid = Zxid::new(epoch, counter);
+                let scanned = zxids.iter().filter(|&&z| z <= zxid).count();
+                assert_eq!(h.count_upto(zxid), scanned, "{zxid}");
+                assert_eq!(h.count_after(zxid), zxids.len() - scanned, "{zxid}");
+            }
+        }
+    }
 
     fn entry(e: u32, c: u32) -> SharedEntry {
         crate::entry::placeholder(Zxid::new(e, c))
