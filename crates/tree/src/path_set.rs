@@ -7,7 +7,8 @@
 //! With the hash stored, growing moves 24-byte entries and reads no path. An entry costs what
 //! a `String` did: the hash takes the place of the capacity a boxed path does not need.
 //!
-//! Hashed with [`KeyedHasher`]. The set does not keep path order; [`PathSet::sorted`] sorts on demand.
+//! Hashed with [`KeyedHasher`]. The set does not keep path order; [`PathSet::sorted`] sorts on
+//! demand.
 
 use crate::keyed_hasher::KeyedHasher;
 use hashbrown::HashTable;
