@@ -1,6 +1,6 @@
 //! Static configuration of one Zab server, and the limits that bound every queue.
 
-use crate::membership::Membership;
+use crate::membership::{nth_highest, Membership};
 use crate::zxid::Zxid;
 use std::collections::BTreeSet;
 
@@ -256,70 +256,5 @@ impl Config {
     #[cfg(feature = "planted-bugs")]
     pub fn bug(&self, bug: PlantedBug) -> bool {
         self.planted_bug == Some(bug)
-    }
-}
-
-/// The `n`-th highest (1-based) of `values`, None if there are fewer than `n`.
-fn nth_highest(values: impl Iterator<Item = Zxid>, n: usize) -> Option<Zxid> {
-    const ON_STACK: usize = 16;
-    let mut stack = [Zxid::default(); ON_STACK];
-    let mut heap = Vec::new();
-    let mut len = 0;
-    for value in values {
-        if len < ON_STACK {
-            stack[len] = value;
-        } else {
-            if heap.is_empty() {
-                heap.extend_from_slice(&stack);
-            }
-            heap.push(value);
-        }
-        len += 1;
-    }
-    let held = if len <= ON_STACK {
-        &mut stack[..len]
-    } else {
-        &mut heap[..]
-    };
-    held.sort_unstable_by(|a, b| b.cmp(a));
-    n.checked_sub(1).and_then(|i| held.get(i).copied())
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    /// The definition: the highest value at least `n` of the values reach.
-    fn by_counting(values: &[Zxid], n: usize) -> Option<Zxid> {
-        values
-            .iter()
-            .copied()
-            .filter(|&point| values.iter().filter(|&&v| v >= point).count() >= n)
-            .max()
-    }
-
-    #[test]
-    fn nth_highest_is_the_highest_point_n_values_reach() {
-        let mut seed = 0x9e37_79b9_7f4a_7c15_u64;
-        let mut next = |bound: u64| {
-            seed ^= seed << 13;
-            seed ^= seed >> 7;
-            seed ^= seed << 17;
-            seed % bound
-        };
-        // Sizes on both sides of the stack buffer, duplicates common (values from 0..8).
-        for _ in 0..2_000 {
-            let len = next(24) as usize;
-            let values: Vec<Zxid> = (0..len).map(|_| Zxid::new(1, next(8) as u32)).collect();
-            for n in 1..=len + 1 {
-                assert_eq!(
-                    nth_highest(values.iter().copied(), n),
-                    by_counting(&values, n),
-                    "{values:?}, n = {n}"
-                );
-            }
-        }
-        assert_eq!(nth_highest(std::iter::empty(), 1), None);
-        assert_eq!(nth_highest([Zxid::new(1, 1)].into_iter(), 0), None);
     }
 }
