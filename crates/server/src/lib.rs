@@ -681,6 +681,11 @@ fn log_recovery(recovered: &storage::Recovered, load_ms: u64) {
 /// [`limits::CORE_TURN_INPUTS_MAX`]), and ends by sending the turn's peer frames together: under
 /// load one write per peer carries many proposals, acks and commits; with one request in
 /// flight the frames leave at once.
+///
+/// Under load (the last turn held [`limits::CORE_GATHER_AFTER_INPUTS`] inputs or more) a turn
+/// first yields once: the connection and peer tasks that are ready read their sockets before
+/// the turn gathers, instead of the core running after each one that hands it a single input
+/// (the runtime runs a task just woken next).
 async fn run_core(
     mut core: Core,
     mut rx: mpsc::Receiver<CoreMsg>,
@@ -697,6 +702,7 @@ async fn run_core(
     let mut zab_tick = tokio::time::interval(limits::ZAB_TICK);
     zab_tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
     let ensemble = peer_rx.is_some();
+    let mut last_turn_inputs = 0;
     loop {
         tokio::select! {
             biased;
@@ -715,7 +721,11 @@ async fn run_core(
             _ = zab_tick.tick(), if ensemble => core.zab_tick(),
             _ = tick.tick() => core.tick(),
         }
-        for _ in 1..limits::CORE_TURN_INPUTS_MAX {
+        if last_turn_inputs >= limits::CORE_GATHER_AFTER_INPUTS {
+            tokio::task::yield_now().await;
+        }
+        let mut turn_inputs = 1;
+        while turn_inputs < limits::CORE_TURN_INPUTS_MAX {
             if core.replica.fatal.is_some() {
                 break;
             }
@@ -728,7 +738,9 @@ async fn run_core(
             } else {
                 break;
             }
+            turn_inputs += 1;
         }
+        last_turn_inputs = turn_inputs;
         core.flush();
         if let Some(fatal) = core.replica.fatal.take() {
             return Err(fatal);

@@ -49,6 +49,12 @@ pub fn hand_over_within_ms(tick_time_ms: u32) -> u64 {
 /// behind a long run of inputs.
 pub const CORE_TURN_INPUTS_MAX: usize = 64;
 
+/// A turn of the core's loop that follows one of at least this many inputs lets every other
+/// ready task run before it gathers its inputs (see `run_core`). Under load that turns about
+/// eight inputs a turn into about twenty-five, so each peer frame and wake-up carries three times
+/// the writes; a lone client's turns hold one to three inputs and never wait.
+pub const CORE_GATHER_AFTER_INPUTS: usize = 4;
+
 /// Client connections with frames in a turn of the core that are written before the turn's
 /// peer frames; with more, the peers' go first (see `Core::flush`).
 pub const REPLIES_BEFORE_PEERS_MAX: usize = 1;
