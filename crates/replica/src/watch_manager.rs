@@ -254,7 +254,7 @@ impl WatchManager {
         out.extend(conns.into_iter().map(|conn| Notification {
             conn,
             event,
-            path: event_path.clone(),
+            path: String::from(*event_path),
         }));
     }
 
@@ -316,17 +316,17 @@ mod tests {
     fn open() -> tree::acl::AclList {
         tree::acl::open_acl_unsafe().into()
     }
-    fn created(p: &str) -> Trigger {
-        Trigger::Created(p.into(), open())
+    fn created(p: &str) -> Trigger<'_> {
+        Trigger::Created(p, open())
     }
-    fn deleted(p: &str) -> Trigger {
-        Trigger::Deleted(p.into(), open())
+    fn deleted(p: &str) -> Trigger<'_> {
+        Trigger::Deleted(p, open())
     }
-    fn data_changed(p: &str) -> Trigger {
-        Trigger::DataChanged(p.into(), open())
+    fn data_changed(p: &str) -> Trigger<'_> {
+        Trigger::DataChanged(p, open())
     }
-    fn children_changed(p: &str) -> Trigger {
-        Trigger::ChildrenChanged(p.into(), open())
+    fn children_changed(p: &str) -> Trigger<'_> {
+        Trigger::ChildrenChanged(p, open())
     }
 
     fn fire(w: &mut WatchManager, t: Trigger) -> Vec<(ConnId, EventType)> {

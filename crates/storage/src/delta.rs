@@ -335,7 +335,6 @@ pub fn replay(
         }
     }
     let mut at = HEADER_LEN;
-    let mut triggers = Vec::new();
     loop {
         let (payload, next) = match read_frame(&bytes, at) {
             Frame::Valid { payload, next } => (payload, next),
@@ -361,8 +360,7 @@ pub fn replay(
                     tracing::error!(path = %path.display(), offset = at, "a delta file out of zxid order; the state recovered stops before it");
                     break;
                 }
-                triggers.clear();
-                tree.apply(&txn, &mut triggers);
+                tree.apply(&txn, &mut Vec::new());
                 replayed.txns += 1;
             }
             _ => {

@@ -165,7 +165,6 @@ fn replay_log(
     firsts.sort_unstable();
     let base = tree.last_processed_zxid();
     let mut applied = base;
-    let mut triggers = Vec::new();
     for (i, &first) in firsts.iter().enumerate() {
         let is_last = i + 1 == firsts.len();
         let path = layout.wal_path(first);
@@ -246,8 +245,7 @@ fn replay_log(
                     })?;
                 match replay {
                     Replay::ApplyAll => {
-                        triggers.clear();
-                        tree.apply(&txn, &mut triggers);
+                        tree.apply(&txn, &mut Vec::new());
                     }
                     Replay::Collect => recovered.log.push(txn),
                 }

@@ -66,15 +66,16 @@ impl<'a> NewNode<'a> {
 
 /// A change that may fire watches, with the ACL of the node it concerns (a watcher is told
 /// only if it may read that node, as in ZooKeeper's `ServerCnxn.process`).
+/// The path is borrowed from the transaction applied: every path a change fires on is in it.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub enum Trigger {
-    Created(String, AclList),
-    Deleted(String, AclList),
-    DataChanged(String, AclList),
-    ChildrenChanged(String, AclList),
+pub enum Trigger<'t> {
+    Created(&'t str, AclList),
+    Deleted(&'t str, AclList),
+    DataChanged(&'t str, AclList),
+    ChildrenChanged(&'t str, AclList),
 }
 
-impl Trigger {
+impl Trigger<'_> {
     pub fn acl(&self) -> &AclList {
         match self {
             Trigger::Created(_, acl)
@@ -491,7 +492,7 @@ impl DataTree {
 
     /// Applies one committed transaction. Transactions at or below the last processed zxid
     /// are applied again harmlessly: each op re-checks existence and versions are absolute.
-    pub fn apply(&mut self, txn: &Txn, triggers: &mut Vec<Trigger>) -> TxnOutcome {
+    pub fn apply<'t>(&mut self, txn: &'t Txn, triggers: &mut Vec<Trigger<'t>>) -> TxnOutcome {
         let outcome = self.apply_body(&txn.header, &txn.body, triggers);
         if txn.header.zxid > self.last_processed_zxid {
             self.last_processed_zxid = txn.header.zxid;
@@ -499,11 +500,11 @@ impl DataTree {
         outcome
     }
 
-    fn apply_body(
+    fn apply_body<'t>(
         &mut self,
         h: &TxnHeader,
-        body: &TxnBody,
-        triggers: &mut Vec<Trigger>,
+        body: &'t TxnBody,
+        triggers: &mut Vec<Trigger<'t>>,
     ) -> TxnOutcome {
         let result = match body {
             TxnBody::Create(t) | TxnBody::Create2(t) => {
@@ -554,11 +555,11 @@ impl DataTree {
 
     /// A multi whose prep failed carries error parts: nothing is applied and every op reports
     /// 0 before the failure, its code at it, −2 after it (ZooKeeper's `DataTree.processTxn`).
-    fn apply_multi(
+    fn apply_multi<'t>(
         &mut self,
         h: &TxnHeader,
-        parts: &[TxnBody],
-        triggers: &mut Vec<Trigger>,
+        parts: &'t [TxnBody],
+        triggers: &mut Vec<Trigger<'t>>,
     ) -> TxnOutcome {
         if parts.iter().any(|p| matches!(p, TxnBody::Error(_))) {
             let mut failed = false;
@@ -584,11 +585,11 @@ impl DataTree {
         TxnOutcome::Multi(results)
     }
 
-    fn create(
+    fn create<'t>(
         &mut self,
         h: &TxnHeader,
-        new: NewNode<'_>,
-        triggers: &mut Vec<Trigger>,
+        new: NewNode<'t>,
+        triggers: &mut Vec<Trigger<'t>>,
     ) -> Result<TxnOutcome, ErrorCode> {
         let NewNode {
             path: node_path,
@@ -643,11 +644,8 @@ impl DataTree {
             self.node_ref(id).acl().clone(),
             self.node_ref(parent_id).acl().clone(),
         );
-        triggers.push(Trigger::Created(node_path.to_string(), acl));
-        triggers.push(Trigger::ChildrenChanged(
-            parent_path.to_string(),
-            parent_acl,
-        ));
+        triggers.push(Trigger::Created(node_path, acl));
+        triggers.push(Trigger::ChildrenChanged(parent_path, parent_acl));
         Ok(TxnOutcome::Created {
             path: node_path.to_string(),
             stat,
@@ -671,11 +669,11 @@ impl DataTree {
         digest.add(node_path, node.record.data(), &stat);
     }
 
-    fn delete(
+    fn delete<'t>(
         &mut self,
-        node_path: &str,
+        node_path: &'t str,
         zxid: i64,
-        triggers: &mut Vec<Trigger>,
+        triggers: &mut Vec<Trigger<'t>>,
     ) -> Result<(), ErrorCode> {
         if node_path == "/" {
             return Err(ErrorCode::BadArguments);
@@ -720,21 +718,18 @@ impl DataTree {
         drop(node);
         self.maybe_purge_acls();
         let parent_acl = self.node_ref(parent_id).acl().clone();
-        triggers.push(Trigger::Deleted(node_path.to_string(), deleted_acl));
-        triggers.push(Trigger::ChildrenChanged(
-            parent_path.to_string(),
-            parent_acl,
-        ));
+        triggers.push(Trigger::Deleted(node_path, deleted_acl));
+        triggers.push(Trigger::ChildrenChanged(parent_path, parent_acl));
         Ok(())
     }
 
-    fn set_data(
+    fn set_data<'t>(
         &mut self,
         h: &TxnHeader,
-        node_path: &str,
+        node_path: &'t str,
         data: &Option<Vec<u8>>,
         version: i32,
-        triggers: &mut Vec<Trigger>,
+        triggers: &mut Vec<Trigger<'t>>,
     ) -> Result<TxnOutcome, ErrorCode> {
         let id = self.find(node_path).ok_or(ErrorCode::NoNode)?;
         if h.zxid < self.node_ref(id).record.stat().czxid {
@@ -756,7 +751,7 @@ impl DataTree {
         self.data_size = self.data_size - old_len + new_len;
         self.quota_on_set_data(node_path, old_len as i64, new_len as i64);
         triggers.push(Trigger::DataChanged(
-            node_path.to_string(),
+            node_path,
             self.node_ref(id).acl().clone(),
         ));
         Ok(TxnOutcome::Updated(self.view(id).stat()))
@@ -780,11 +775,16 @@ impl DataTree {
         Ok(TxnOutcome::Updated(self.view(id).stat()))
     }
 
-    fn close_session(&mut self, h: &TxnHeader, paths: &[String], triggers: &mut Vec<Trigger>) {
+    fn close_session<'t>(
+        &mut self,
+        h: &TxnHeader,
+        paths: &'t [String],
+        triggers: &mut Vec<Trigger<'t>>,
+    ) {
         self.sessions.remove(&h.client_id);
         // Deepest first, so an ephemeral's parent is never deleted before it (defensive:
         // ephemerals have no children, but the list comes from the log).
-        let mut paths: Vec<&String> = paths.iter().collect();
+        let mut paths: Vec<&'t str> = paths.iter().map(String::as_str).collect();
         paths.sort_by_key(|p| std::cmp::Reverse(p.len()));
         for p in paths {
             let owned = self

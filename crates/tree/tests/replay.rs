@@ -221,7 +221,6 @@ fn prepared(changes: &[Change]) -> (Vec<Txn>, Vec<Txn>) {
 /// 0 and zxid 0 never move the root's cversion or pzxid forward), only in the arena's free
 /// list, so later nodes land in different slots.
 fn churn(tree: &mut DataTree, names: &[usize]) {
-    let mut triggers = Vec::new();
     let header = |op: OpCode| TxnHeader {
         client_id: 0,
         cxid: 0,
@@ -240,7 +239,7 @@ fn churn(tree: &mut DataTree, names: &[usize]) {
                 parent_cversion: 0,
             }),
         };
-        tree.apply(&create, &mut triggers);
+        tree.apply(&create, &mut Vec::new());
     }
     for k in names.iter().rev() {
         let delete = Txn {
@@ -249,7 +248,7 @@ fn churn(tree: &mut DataTree, names: &[usize]) {
                 path: format!("/tmp{k}"),
             }),
         };
-        tree.apply(&delete, &mut triggers);
+        tree.apply(&delete, &mut Vec::new());
     }
 }
 

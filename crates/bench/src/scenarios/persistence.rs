@@ -27,7 +27,6 @@ pub fn snapshot(ctx: &Context) -> anyhow::Result<Outcome> {
         ctx.step(format!("snapshot of {n} znodes"));
         let mut tree = tree::DataTree::new();
         let acl = proto::AclList::new(tree::acl::open_acl_unsafe());
-        let mut triggers = Vec::new();
         let parents = 100.max(n / 10_000);
         for i in 0..(n + parents) {
             let path = if i < parents {
@@ -52,8 +51,7 @@ pub fn snapshot(ctx: &Context) -> anyhow::Result<Outcome> {
                     parent_cversion: -1,
                 }),
             };
-            triggers.clear();
-            tree.apply(&txn, &mut triggers);
+            tree.apply(&txn, &mut Vec::new());
         }
         let dir = ctx.work_dir.join("snapshot").join(n.to_string());
         let _ = std::fs::remove_dir_all(&dir);

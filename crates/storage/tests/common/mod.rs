@@ -109,8 +109,7 @@ pub fn workload(n: usize, seed: u64) -> Vec<Txn> {
             };
             prep.prepare(&tree, &ctx, &request)
         };
-        let mut triggers = Vec::new();
-        let outcome = tree.apply(&txn, &mut triggers);
+        let outcome = tree.apply(&txn, &mut Vec::new());
         prep.applied(zxid);
         if let tree::TxnOutcome::Created { path, .. } = &outcome {
             if path.starts_with("/n") {
@@ -129,7 +128,7 @@ pub fn workload(n: usize, seed: u64) -> Vec<Txn> {
                 ..ctx
             };
             let open = prep.prepare_create_session(&ctx, 30_000);
-            tree.apply(&open, &mut triggers);
+            tree.apply(&open, &mut Vec::new());
             prep.applied(zxid);
             txns.push(open);
             continue;

@@ -33,10 +33,10 @@ pub enum Fired {
 /// The tree's trigger as a `Fired` (any further fields of the tree's triggers are ignored).
 pub fn fired(t: &Trigger) -> Fired {
     match t {
-        Trigger::Created(p, ..) => Fired::Created(p.clone()),
-        Trigger::Deleted(p, ..) => Fired::Deleted(p.clone()),
-        Trigger::DataChanged(p, ..) => Fired::DataChanged(p.clone()),
-        Trigger::ChildrenChanged(p, ..) => Fired::ChildrenChanged(p.clone()),
+        Trigger::Created(p, ..) => Fired::Created(p.to_string()),
+        Trigger::Deleted(p, ..) => Fired::Deleted(p.to_string()),
+        Trigger::DataChanged(p, ..) => Fired::DataChanged(p.to_string()),
+        Trigger::ChildrenChanged(p, ..) => Fired::ChildrenChanged(p.to_string()),
     }
 }
 
