@@ -12,7 +12,7 @@ use std::pin::Pin;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
 use std::task::{ready, Context, Poll};
-use tokio::io::{AsyncRead, AsyncWrite, ReadBuf};
+use tokio::io::{AsyncRead, AsyncWrite, Interest, ReadBuf};
 use tokio::net::TcpStream;
 
 /// The reading or writing side of a shared socket, for the connection task.
@@ -26,9 +26,29 @@ impl AsyncRead for SharedTcp {
     ) -> Poll<io::Result<()>> {
         loop {
             ready!(self.0.poll_read_ready(cx))?;
-            match self.0.try_read(buf.initialize_unfilled()) {
+            let unfilled = buf.initialize_unfilled();
+            let room = unfilled.len();
+            let mut drained = 0;
+            // A read that leaves room in the buffer emptied the socket, and epoll reports the
+            // next arrival afresh, so the readiness is dropped now instead of by one more read
+            // that would block: one recv per arrival, not two (tokio's own `TcpStream` does
+            // the same). Dropping it through `try_io` keeps an arrival racing with this read.
+            let read = self
+                .0
+                .try_io(Interest::READABLE, || match self.0.try_read(unfilled) {
+                    Ok(n) if n > 0 && n < room => {
+                        drained = n;
+                        Err(io::ErrorKind::WouldBlock.into())
+                    }
+                    other => other,
+                });
+            match read {
                 Ok(n) => {
                     buf.advance(n);
+                    return Poll::Ready(Ok(()));
+                }
+                Err(e) if e.kind() == io::ErrorKind::WouldBlock && drained > 0 => {
+                    buf.advance(drained);
                     return Poll::Ready(Ok(()));
                 }
                 Err(e) if e.kind() == io::ErrorKind::WouldBlock => continue,
