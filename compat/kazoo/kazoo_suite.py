@@ -16,6 +16,8 @@ address). Server output goes to `zookeeper.log` in the member's directory, which
 conftest prints when a test fails.
 
 Tests listed in MEERKAT_KNOWN_FAILURES are strict xfail against meerkat (each with its reason).
+Tests listed in KAZOO_RACY_TESTS race inside kazoo itself, against either server; they may run
+twice more after a failure (pytest-rerunfailures) and must pass once.
 The run fails if a selected test is skipped or if fewer tests ran than were selected: a skip
 (kazoo skips its SASL tests when `puresasl` is missing, for one) must not pass as green.
 """
@@ -111,8 +113,23 @@ MEERKAT_KNOWN_FAILURES = {
 }
 
 
+# Tests whose outcome depends on thread timing inside kazoo, whichever server answers.
+KAZOO_RACY_TESTS = {
+    "test_sasl.py::TestSASLDigestAuthentication::test_invalid_sasl_auth": (
+        "kazoo sets its connected event at CONNECTED, before SASL runs; when the server's "
+        "AUTH_FAILED lands before start() reads `connected`, start() raises its time-out instead "
+        "of AuthFailedError (seen once against ZooKeeper 3.9.3 in CI, 2026-11-28)"
+    ),
+}
+RACY_TEST_RERUNS = 2
+
+
 def pytest_collection_modifyitems(session, config, items):
     OUTCOMES.selected = len(items)
+    for item in items:
+        for suffix in KAZOO_RACY_TESTS:
+            if item.nodeid.endswith(suffix):
+                item.add_marker(pytest.mark.flaky(reruns=RACY_TEST_RERUNS))
     if os.environ.get("KAZOO_SUITE_SERVER") != "meerkat":
         return
     for item in items:
