@@ -3,6 +3,7 @@
 mod data;
 mod ensemble;
 mod recover_quorum;
+mod thread_cache;
 mod zookeeper_data;
 
 use anyhow::Context;
@@ -57,6 +58,11 @@ enum Command {
 
 fn main() -> anyhow::Result<()> {
     let cli = Cli::parse();
+    // Before any thread starts: this may replace the process (see thread_cache).
+    let cache_sized = match cli.command {
+        Command::Server { .. } => thread_cache::resize_by_reexec(),
+        _ => Ok(()),
+    };
     tracing_subscriber::fmt()
         .with_env_filter(
             tracing_subscriber::EnvFilter::try_from_env("MEERKAT_LOG")
@@ -65,6 +71,9 @@ fn main() -> anyhow::Result<()> {
         .with_writer(std::io::stderr)
         .with_ansi(std::io::IsTerminal::is_terminal(&std::io::stderr()))
         .init();
+    if let Err(why) = cache_sized {
+        tracing::warn!(%why, "glibc's per-thread cache keeps its default size (slower under load)");
+    }
     match cli.command {
         Command::Server { config, diskless } => run_server(config, diskless),
         Command::Data(command) => data::run(command),
