@@ -3,26 +3,14 @@
 //! serves on them, even on a single one.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
-use anyhow::{bail, ensure, Context, Result};
+use anyhow::{ensure, Context, Result};
 use client::{acl, Client, ClientConfig, CreateMode};
 use std::net::SocketAddr;
 use std::path::PathBuf;
 use std::process::Command;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 use testkit::four_letter;
 use testkit::process::Process;
-
-async fn wait_serving(address: SocketAddr, limit: Duration) -> Result<()> {
-    let start = Instant::now();
-    while start.elapsed() < limit {
-        let answer = four_letter::ask(address, "srvr").await.unwrap_or_default();
-        if answer.starts_with("Zookeeper version") {
-            return Ok(());
-        }
-        tokio::time::sleep(Duration::from_millis(50)).await;
-    }
-    bail!("{address} did not answer srvr within {limit:?}")
-}
 
 /// Starts a standalone server with `serverThreads=threads`, checks its thread count and that a
 /// client can write and read through it.
@@ -41,7 +29,7 @@ async fn serves_on(threads: usize) -> Result<()> {
     let mut command = Command::new(PathBuf::from(env!("CARGO_BIN_EXE_meerkat")));
     command.arg("server").arg(&config);
     let server = Process::spawn(&format!("server-{threads}"), command)?;
-    wait_serving(address, Duration::from_secs(30))
+    four_letter::wait_serving(address, Duration::from_secs(30))
         .await
         .with_context(|| server.quote())?;
     // Logged before the server listens, so it is there once the server answers.

@@ -4,24 +4,12 @@
 #![cfg(all(target_os = "linux", target_env = "gnu"))]
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
-use anyhow::{bail, ensure, Context, Result};
+use anyhow::{ensure, Context, Result};
 use std::net::SocketAddr;
 use std::process::Command;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 use testkit::four_letter;
 use testkit::process::Process;
-
-async fn wait_serving(address: SocketAddr, limit: Duration) -> Result<()> {
-    let start = Instant::now();
-    while start.elapsed() < limit {
-        let answer = four_letter::ask(address, "srvr").await.unwrap_or_default();
-        if answer.starts_with("Zookeeper version") {
-            return Ok(());
-        }
-        tokio::time::sleep(Duration::from_millis(50)).await;
-    }
-    bail!("{address} did not answer srvr within {limit:?}")
-}
 
 /// Starts a standalone server with `tunables` as its `GLIBC_TUNABLES` (none if `None`) and
 /// returns what the serving process has there, and its command line.
@@ -44,7 +32,7 @@ async fn serving_environment(tunables: Option<&str>) -> Result<(Option<String>, 
         None => command.env_remove("GLIBC_TUNABLES"),
     };
     let server = Process::spawn("server", command)?;
-    wait_serving(address, Duration::from_secs(30))
+    four_letter::wait_serving(address, Duration::from_secs(30))
         .await
         .with_context(|| server.quote())?;
     // The pid we spawned is the one serving: the re-exec kept it.

@@ -84,6 +84,19 @@ pub async fn ask(address: SocketAddr, word: &str) -> std::io::Result<String> {
     }
 }
 
+/// Waits until the server at `address` answers `srvr` (it serves), for at most `limit`.
+pub async fn wait_serving(address: SocketAddr, limit: Duration) -> anyhow::Result<()> {
+    let start = std::time::Instant::now();
+    while start.elapsed() < limit {
+        let answer = ask(address, "srvr").await.unwrap_or_default();
+        if answer.starts_with("Zookeeper version") {
+            return Ok(());
+        }
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    anyhow::bail!("{address} did not answer srvr within {limit:?}")
+}
+
 /// `srvr`, parsed; a server that does not answer is [`Role::NoAnswer`].
 pub async fn srvr(address: SocketAddr) -> ServerStatus {
     match ask(address, "srvr").await {
