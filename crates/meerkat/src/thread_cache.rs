@@ -4,8 +4,9 @@
 //! allocates and frees a few chunks of the same sizes: records, frames, transactions. glibc
 //! keeps 7 freed chunks per size for each thread (its tcache); a turn's burst overflows that
 //! into the arena's bins, which cost several times more per call (`_int_free`, `_int_malloc`,
-//! consolidation). Holding 64 per size cut a diskless leader's CPU per create by 8–12 % in
-//! three runs (docs/perf.md, Issue 19, tenth pass), for at most a few MB held per thread.
+//! consolidation). Holding 64 per size cut a diskless leader's CPU per create by 7–12 % in four
+//! runs on a busy machine, where preemption makes the bursts larger, and was neutral on a quiet
+//! one (docs/perf.md, Issue 19, tenth pass); it holds at most a few MB per thread.
 //!
 //! glibc reads the size only from the `GLIBC_TUNABLES` environment variable, at start-up (no
 //! `mallopt` sets it), so a server re-executes itself once with it added: same pid, same
