@@ -23,10 +23,6 @@ const KILLS: usize = 3;
 /// Every acknowledged create: path and data.
 type Acked = Arc<Mutex<Vec<(String, Vec<u8>)>>>;
 
-fn free_port() -> u16 {
-    ports::free_port().expect("a free port")
-}
-
 /// The server process; killed with SIGKILL if the test ends early.
 struct Server(Child);
 
@@ -50,11 +46,9 @@ fn spawn(config: &Path, dir: &Path, round: usize) -> Server {
 }
 
 async fn wait_serving(addr: SocketAddr) {
-    let deadline = Instant::now() + Duration::from_secs(30);
-    while tokio::net::TcpStream::connect(addr).await.is_err() {
-        assert!(Instant::now() < deadline, "server did not start listening");
-        tokio::time::sleep(Duration::from_millis(50)).await;
-    }
+    testkit::four_letter::wait_serving(addr, Duration::from_secs(30))
+        .await
+        .expect("the server serves");
 }
 
 /// Writes unique znodes with up to WINDOW in flight until the connection dies; every
@@ -95,17 +89,10 @@ async fn writer(addr: SocketAddr, id: usize, round: usize, acked: Acked) {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn every_acknowledged_write_survives_kill_9() {
     let dir = fresh_data_dir();
-    let port = free_port();
-    let addr: SocketAddr = format!("127.0.0.1:{port}").parse().unwrap();
-    let config = dir.join("zoo.cfg");
-    std::fs::write(
-        &config,
-        format!(
-            "tickTime=200\ndataDir={}\nclientPort={port}\nclientPortAddress=127.0.0.1\nsnapCount=200\npreAllocSize=256\n",
-            dir.join("data").display()
-        ),
-    )
-    .unwrap();
+    let standalone =
+        testkit::standalone::write_config(&dir, "tickTime=200\nsnapCount=200\npreAllocSize=256\n")
+            .expect("zoo.cfg");
+    let (config, addr) = (standalone.path, standalone.address);
     let acked: Acked = Arc::default();
     for round in 0..KILLS {
         let mut server = spawn(&config, &dir, round);

@@ -5,29 +5,20 @@
 
 use anyhow::{ensure, Context, Result};
 use client::{acl, Client, ClientConfig, CreateMode};
-use std::net::SocketAddr;
 use std::path::PathBuf;
 use std::process::Command;
 use std::time::Duration;
-use testkit::four_letter;
 use testkit::process::Process;
+use testkit::{four_letter, standalone};
 
 /// Starts a standalone server with `serverThreads=threads`, checks its thread count and that a
 /// client can write and read through it.
 async fn serves_on(threads: usize) -> Result<()> {
     let dir = tempfile::tempdir()?;
-    let port = ports::free_port()?;
-    let address: SocketAddr = format!("127.0.0.1:{port}").parse()?;
-    let config = dir.path().join("zoo.cfg");
-    std::fs::write(
-        &config,
-        format!(
-            "dataDir={}\nclientPort={port}\nclientPortAddress=127.0.0.1\nserverThreads={threads}\n",
-            dir.path().join("data").display()
-        ),
-    )?;
+    let config = standalone::write_config(dir.path(), &format!("serverThreads={threads}\n"))?;
+    let address = config.address;
     let mut command = Command::new(PathBuf::from(env!("CARGO_BIN_EXE_meerkat")));
-    command.arg("server").arg(&config);
+    command.arg("server").arg(&config.path);
     let server = Process::spawn(&format!("server-{threads}"), command)?;
     four_letter::wait_serving(address, Duration::from_secs(30))
         .await

@@ -5,28 +5,19 @@
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
 use anyhow::{ensure, Context, Result};
-use std::net::SocketAddr;
 use std::process::Command;
 use std::time::Duration;
-use testkit::four_letter;
 use testkit::process::Process;
+use testkit::{four_letter, standalone};
 
 /// Starts a standalone server with `tunables` as its `GLIBC_TUNABLES` (none if `None`) and
 /// returns what the serving process has there, and its command line.
 async fn serving_environment(tunables: Option<&str>) -> Result<(Option<String>, Vec<String>)> {
     let dir = tempfile::tempdir()?;
-    let port = ports::free_port()?;
-    let address: SocketAddr = format!("127.0.0.1:{port}").parse()?;
-    let config = dir.path().join("zoo.cfg");
-    std::fs::write(
-        &config,
-        format!(
-            "dataDir={}\nclientPort={port}\nclientPortAddress=127.0.0.1\n",
-            dir.path().join("data").display()
-        ),
-    )?;
+    let config = standalone::write_config(dir.path(), "")?;
+    let address = config.address;
     let mut command = Command::new(env!("CARGO_BIN_EXE_meerkat"));
-    command.arg("server").arg(&config);
+    command.arg("server").arg(&config.path);
     match tunables {
         Some(value) => command.env("GLIBC_TUNABLES", value),
         None => command.env_remove("GLIBC_TUNABLES"),

@@ -15,6 +15,7 @@
 //! * [`workload`]: recorded operations on a session, and a light concurrent workload.
 //! * [`linearizability`]: a Wing–Gong/Lowe checker for independent registers.
 //! * [`sessions`]: per-session zxid checks (never backwards, no read older than seen).
+//! * [`standalone`]: a standalone server's zoo.cfg for the process tests.
 //!
 //! Everything waits with a bound: a test that cannot make progress fails with what it saw.
 
@@ -25,6 +26,7 @@ pub mod linearizability;
 pub mod process;
 pub mod proxy;
 pub mod sessions;
+pub mod standalone;
 pub mod workload;
 
 pub use ensemble::{Cut, Ensemble, Flavor, Options, Signal};
