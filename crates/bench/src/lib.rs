@@ -164,6 +164,12 @@ pub struct BenchArgs {
     /// see a change's effect in one run (ratio column mk/base).
     #[arg(long)]
     pub baseline: Option<PathBuf>,
+    /// A zoo.cfg KEY=VALUE for the baseline targets only, written after every other key
+    /// (repeatable); without `--baseline` the baseline is this meerkat, so one run shows what
+    /// a setting changes (e.g. `--target meerkat-diskless,baseline-diskless --baseline-config
+    /// busySnapshotMinRestMs=20`).
+    #[arg(long = "baseline-config", value_name = "KEY=VALUE")]
+    pub baseline_config: Vec<String>,
     /// The papers' sizes and durations.
     #[arg(long, conflicts_with = "quick")]
     pub full: bool,
@@ -259,22 +265,32 @@ pub async fn run(
     );
     let mut targets = targets(&args.target)?;
     let mut programs = programs;
-    if let Some(baseline) = &args.baseline {
-        anyhow::ensure!(
-            baseline.is_file(),
-            "--baseline {}: no such file",
-            baseline.display()
-        );
-        programs.baseline = Some(baseline.clone());
-        if !targets.contains(&Target::Baseline) && !targets.contains(&Target::BaselineDiskless) {
+    if args.baseline.is_some() || !args.baseline_config.is_empty() {
+        let binary = match &args.baseline {
+            Some(binary) => {
+                anyhow::ensure!(
+                    binary.is_file(),
+                    "--baseline {}: no such file",
+                    binary.display()
+                );
+                binary.clone()
+            }
+            None => programs.meerkat.clone(),
+        };
+        let settings = args
+            .baseline_config
+            .iter()
+            .map(|arg| target::Baseline::parse_setting(arg))
+            .collect::<anyhow::Result<Vec<_>>>()?;
+        programs.baseline = Some(target::Baseline { binary, settings });
+        if !targets.iter().any(|t| t.is_baseline()) {
             targets.push(Target::Baseline);
         }
     }
-    let wants_baseline =
-        targets.contains(&Target::Baseline) || targets.contains(&Target::BaselineDiskless);
+    let wants_baseline = targets.iter().any(|t| t.is_baseline());
     anyhow::ensure!(
         !wants_baseline || programs.baseline.is_some(),
-        "--target baseline needs --baseline PATH (a meerkat binary)"
+        "--target baseline needs --baseline PATH (a meerkat binary) or --baseline-config KEY=VALUE"
     );
     let progress = indicatif::ProgressBar::new(
         scenarios::steps(
@@ -339,6 +355,14 @@ pub async fn run(
             .map(|p| p.display().to_string())
             .collect(),
     };
+    if let Some(baseline) = &ctx.programs.baseline {
+        let keys: Vec<String> = baseline
+            .settings
+            .iter()
+            .map(|(k, v)| format!(" {k}={v}"))
+            .collect();
+        println!("baseline: {}{}", baseline.binary.display(), keys.concat());
+    }
     print!("{}", report.table());
     let path = report.write_json(&args.out)?;
     println!("results: {}", path.display());

@@ -57,6 +57,11 @@ impl Target {
         }
     }
 
+    /// Whether this target runs the `--baseline` meerkat.
+    pub fn is_baseline(self) -> bool {
+        matches!(self, Target::Baseline | Target::BaselineDiskless)
+    }
+
     /// zoo.cfg keys this target adds after the scenario's own (which every target shares).
     pub fn own_settings(self) -> &'static [(&'static str, &'static str)] {
         match self {
@@ -71,8 +76,38 @@ impl Target {
 pub struct Programs {
     pub meerkat: PathBuf,
     pub zookeeper_script: PathBuf,
-    /// The `baseline` target's meerkat binary (`--baseline`).
-    pub baseline: Option<PathBuf>,
+    /// The `baseline` targets' meerkat binary (`--baseline`) and the zoo.cfg keys they get
+    /// last (`--baseline-config`).
+    pub baseline: Option<Baseline>,
+}
+
+/// The meerkat the `baseline` targets run: another build, or this one with other settings
+/// (the same build with one key changed shows that key's effect in one run).
+#[derive(Debug, Clone)]
+pub struct Baseline {
+    pub binary: PathBuf,
+    /// zoo.cfg keys written after every other, so they override the scenario's, the target's
+    /// and the bench's sizing (meerkat's config takes the last of duplicate keys).
+    pub settings: Vec<(String, String)>,
+}
+
+impl Baseline {
+    /// Parses one `--baseline-config KEY=VALUE`.
+    pub fn parse_setting(arg: &str) -> anyhow::Result<(String, String)> {
+        let (key, value) = arg
+            .split_once('=')
+            .ok_or_else(|| anyhow::anyhow!("--baseline-config {arg:?}: expected KEY=VALUE"))?;
+        let key = key.trim();
+        anyhow::ensure!(
+            !key.is_empty() && !key.contains(char::is_whitespace),
+            "--baseline-config {arg:?}: the key must be one word"
+        );
+        anyhow::ensure!(
+            !value.contains('\n'),
+            "--baseline-config {arg:?}: the value must be one line"
+        );
+        Ok((key.to_string(), value.trim().to_string()))
+    }
 }
 
 impl Programs {
@@ -288,10 +323,7 @@ pub async fn launch(
     }
     let topology = crate::ensemble::Topology::on_free_ports(servers)?;
     let threads = threads_per_server(servers);
-    let mut extra = settings_for(target, settings);
-    if let (Some(threads), true) = (threads, target.is_meerkat()) {
-        extra.push(("serverThreads".to_string(), threads.to_string()));
-    }
+    let extra = config_keys(target, settings, threads, programs.baseline.as_ref());
     let mut launched = Launched {
         target,
         addr: topology.members[0].client_addr(),
@@ -321,6 +353,24 @@ pub async fn launch(
         wait_serving(*addr, Duration::from_secs(300)).await?;
     }
     Ok(launched)
+}
+
+/// Every zoo.cfg key a server of `target` is started with: the scenario's, the target's own,
+/// meerkat's sizing for `threads` cores, and last a baseline's own (`--baseline-config`).
+fn config_keys(
+    target: Target,
+    settings: &ServerSettings,
+    threads: Option<usize>,
+    baseline: Option<&Baseline>,
+) -> Vec<(String, String)> {
+    let mut keys = settings_for(target, settings);
+    if let (Some(threads), true) = (threads, target.is_meerkat()) {
+        keys.push(("serverThreads".to_string(), threads.to_string()));
+    }
+    if let (Some(baseline), true) = (baseline, target.is_baseline()) {
+        keys.extend(baseline.settings.iter().cloned());
+    }
+    keys
 }
 
 /// The zoo.cfg keys `target` is started with: the scenario's, then the target's own.
@@ -360,11 +410,12 @@ fn spawn(
         Target::Meerkat | Target::MeerkatDiskless | Target::Baseline | Target::BaselineDiskless => {
             let binary = match target {
                 Target::Baseline | Target::BaselineDiskless => {
-                    programs.baseline.as_ref().ok_or_else(|| {
+                    let baseline = programs.baseline.as_ref().ok_or_else(|| {
                         anyhow::anyhow!(
-                            "the baseline target needs --baseline PATH (a meerkat binary)"
+                            "the baseline target needs --baseline PATH (a meerkat binary) or --baseline-config"
                         )
-                    })?
+                    })?;
+                    &baseline.binary
                 }
                 _ => &programs.meerkat,
             };
@@ -438,6 +489,51 @@ mod tests {
         assert_eq!(
             keys(Target::MeerkatDiskless),
             vec!["forceSync=yes", "diskless=true"]
+        );
+    }
+
+    #[test]
+    fn baseline_settings_come_last_and_only_for_the_baseline_targets() {
+        let settings = ServerSettings {
+            extra: vec![("forceSync".into(), "yes".into())],
+        };
+        let baseline = Baseline {
+            binary: PathBuf::from("meerkat"),
+            settings: vec![
+                Baseline::parse_setting("busySnapshotMinRestMs=20").expect("valid"),
+                Baseline::parse_setting("serverThreads = 2").expect("valid"),
+            ],
+        };
+        let keys = |t: Target| -> Vec<String> {
+            let pairs = config_keys(t, &settings, Some(1), Some(&baseline));
+            pairs.iter().map(|(k, v)| format!("{k}={v}")).collect()
+        };
+        assert_eq!(
+            keys(Target::BaselineDiskless),
+            vec![
+                "forceSync=yes",
+                "diskless=true",
+                "serverThreads=1",
+                "busySnapshotMinRestMs=20",
+                "serverThreads=2",
+            ],
+            "after the sizing, so a baseline key overrides it (the last duplicate wins)"
+        );
+        assert_eq!(
+            keys(Target::MeerkatDiskless),
+            vec!["forceSync=yes", "diskless=true", "serverThreads=1"]
+        );
+        assert_eq!(keys(Target::ZooKeeper), vec!["forceSync=yes"]);
+    }
+
+    #[test]
+    fn a_baseline_setting_is_one_key_and_one_line() {
+        for bad in ["noequals", "=5", "two words=1", "key=a\nb"] {
+            assert!(Baseline::parse_setting(bad).is_err(), "{bad:?} accepted");
+        }
+        assert_eq!(
+            Baseline::parse_setting("4lw.commands.whitelist=*,srvr").expect("valid"),
+            ("4lw.commands.whitelist".to_string(), "*,srvr".to_string())
         );
     }
 

@@ -249,6 +249,40 @@ fn diskless_target_writes_complete_reports_on_three_servers() {
     }
 }
 
+/// `--baseline-config` without `--baseline` runs this meerkat as the baseline with the key
+/// written last in its zoo.cfg (and only in its own), so one run shows what a setting changes.
+#[test]
+fn baseline_config_runs_this_meerkat_with_its_key_last() {
+    let targets = ["meerkat-diskless", "baseline-diskless"];
+    let run = bench_with(
+        "sync-create",
+        "meerkat-diskless,baseline-diskless",
+        1,
+        &["--baseline-config", "busySnapshotMinRestMs=7"],
+    );
+    check_rows(&run.report, &targets);
+    let said = run
+        .stdout
+        .lines()
+        .find(|l| l.starts_with("baseline: "))
+        .expect("the baseline line");
+    assert!(said.ends_with(" busySnapshotMinRestMs=7"), "{said}");
+    let cfg = |target: &str| {
+        let path = run
+            .work
+            .join(format!("sync-create/1-client/{target}/zoo.cfg"));
+        std::fs::read_to_string(&path).unwrap_or_else(|e| panic!("{}: {e}", path.display()))
+    };
+    let baseline = cfg("baseline-diskless");
+    assert_eq!(
+        baseline.lines().last(),
+        Some("busySnapshotMinRestMs=7"),
+        "{baseline}"
+    );
+    assert!(baseline.contains("\ndiskless=true\n"), "{baseline}");
+    assert!(!cfg("meerkat-diskless").contains("busySnapshotMinRestMs"));
+}
+
 /// queue-vs-brokers (thesis Fig. 5.7) tiny, on three durable and three diskless meerkat
 /// servers (no broker: `--brokers none`): every row has both values, the chart is a PNG, and
 /// each job consumed every message it sent.
