@@ -157,7 +157,7 @@ pub struct BenchArgs {
     /// Which servers to run against, comma-separated: meerkat, meerkat-diskless (the same
     /// binary with diskless=true), zookeeper, baseline (the `--baseline` binary),
     /// baseline-diskless (the same, diskless=true), null; "all" is every one of them but the
-    /// baselines, of which baseline is added when `--baseline` is given.
+    /// baselines, of which baseline is added when `--baseline` or `--baseline-config` is given.
     #[arg(long, default_value = "all")]
     pub target: String,
     /// Another meerkat binary, run as the `baseline` target: a build of an earlier commit, to
