@@ -408,16 +408,15 @@ fn spawn(
         .open(log)?;
     let mut command = match target {
         Target::Meerkat | Target::MeerkatDiskless | Target::Baseline | Target::BaselineDiskless => {
-            let binary = match target {
-                Target::Baseline | Target::BaselineDiskless => {
-                    let baseline = programs.baseline.as_ref().ok_or_else(|| {
-                        anyhow::anyhow!(
-                            "the baseline target needs --baseline PATH (a meerkat binary) or --baseline-config"
-                        )
-                    })?;
-                    &baseline.binary
-                }
-                _ => &programs.meerkat,
+            let binary = if target.is_baseline() {
+                let baseline = programs.baseline.as_ref().ok_or_else(|| {
+                    anyhow::anyhow!(
+                        "the baseline target needs --baseline PATH (a meerkat binary) or --baseline-config"
+                    )
+                })?;
+                &baseline.binary
+            } else {
+                &programs.meerkat
             };
             let mut c = Command::new(binary);
             c.arg("server").arg(config).env("MEERKAT_LOG", "info");
